@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// The audio path (HearDSP, HearPlugin) is checked by the compiler (@_noLocks): no locks, no
+// allocation, no reference counting. The check needs whole-module optimization, so the package
+// is built and tested in release (`make`, `make test`). Exclusivity is enforced statically.
+let realTimeFlags: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
+
+let package = Package(
+    name: "hear",
+    products: [
+        // libhear.so: the LADSPA plugin PipeWire's filter-chain and PulseAudio load.
+        .library(name: "hear", type: .dynamic, targets: ["HearPlugin"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CLADSPA", path: "modules/CLADSPA"),
+        .target(name: "HearDSP", swiftSettings: realTimeFlags),
+        .target(
+            name: "HearPlugin", dependencies: ["HearDSP", "CLADSPA"], swiftSettings: realTimeFlags,
+            // Self-contained for the PipeWire daemon: the Swift runtime linked in and hidden.
+            linkerSettings: [.unsafeFlags([
+                "-static-stdlib", "-Xlinker", "--exclude-libs=ALL",
+                "-Xlinker", "--version-script=modules/hear.exports", "-Xlinker", "--strip-all",
+            ])]
+        ),
+        .target(name: "CMallocCounter", path: "Tests/CMallocCounter"),
+        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP"]),
+        .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "CLADSPA", "CMallocCounter"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,224 @@
+// The whole filter for one plugin instance:
+//   (denoise) -> equalize -> compress -> output gain -> limit, with a click-free bypass.
+// Audio is handled in chunks on a fixed grid of control ticks counted from activation, so the
+// output does not depend on how the host splits it into blocks; parameters glide once per tick
+// (EQ, makeup) or per sample (gain, bypass). Inputs are read for a whole chunk before any output
+// is written, so any aliasing of input and output buffers is safe.
+
+
+/// Levels since the meters were last read; linear amplitudes, written only by the audio thread.
+public struct Meters: Sendable {
+    public var inputPeak: Float = 0
+    public var inputSquares: Double = 0
+    public var outputPeak: Float = 0
+    public var outputSquares: Double = 0
+    public var frames = 0
+    public var compressorReductionDB: Float = 0
+    public var limiterReductionDB: Float = 0
+
+    public init() {}
+}
+
+public struct Chain: ~Copyable {
+    public let sampleRate: Double
+    public let channels: Int
+    /// Samples per control tick: about 0.67 ms, at least 16.
+    public let tickLength: Int
+    public private(set) var values: ParameterValues
+
+    var equalizer: Equalizer
+    var compressor: Compressor
+    var limiter: Limiter
+    var outputGain: Glide
+    /// 1 = processed, 0 = bypassed.
+    var wetMix: Glide
+    /// The input delayed by the chain's latency, for the bypass crossfade.
+    let dryDelay: UnsafeMutablePointer<Float>
+    var dryPosition = 0
+    /// Two channels of one chunk each: the signal being processed, and the input kept for bypass.
+    let work: UnsafeMutablePointer<Float>
+    let dry: UnsafeMutablePointer<Float>
+    var phase = 0
+    public var meters = Meters()
+
+    /// Samples between a sample entering and leaving the chain; fixed at init, whatever the settings.
+    public let latency: Int
+
+    public init(sampleRate: Double, channels: Int, values: ParameterValues = ParameterValues()) {
+        let rate = min(max(sampleRate, 1000), 768_000)
+        self.sampleRate = rate
+        self.channels = min(max(channels, 1), 2)
+        tickLength = max(16, Int(rate / 1500))
+        let ticksPerSecond = rate / Double(tickLength)
+        self.values = values
+        equalizer = Equalizer(sampleRate: rate, channels: self.channels, ticksPerSecond: ticksPerSecond, values: values)
+        compressor = Compressor(sampleRate: rate, ticksPerSecond: ticksPerSecond, values: values)
+        limiter = Limiter(sampleRate: rate, channels: self.channels, values: values)
+        outputGain = Glide(1, timeConstant: 0.01, stepsPerSecond: rate, tolerance: 1e-7)
+        wetMix = Glide(1, timeConstant: 0.005, stepsPerSecond: rate, tolerance: 1e-5)
+        latency = limiter.lookahead
+        dryDelay = .allocate(capacity: 2 * latency)
+        dryDelay.initialize(repeating: 0, count: 2 * latency)
+        work = .allocate(capacity: 2 * tickLength)
+        work.initialize(repeating: 0, count: 2 * tickLength)
+        dry = .allocate(capacity: 2 * tickLength)
+        dry.initialize(repeating: 0, count: 2 * tickLength)
+        apply(values)
+        outputGain.jump(to: outputGain.target)
+        wetMix.jump(to: wetMix.target)
+    }
+
+    deinit {
+        dryDelay.deallocate()
+        work.deallocate()
+        dry.deallocate()
+    }
+
+    /// Takes a new parameter set (already clamped); every stage glides to it from where it is.
+    @_noLocks public mutating func apply(_ next: ParameterValues) {
+        values = next
+        equalizer.set(next)
+        compressor.set(next)
+        limiter.set(next)
+        outputGain.target = LibM.exp(Double(next[.gain]) * 0.11512925464970229)  // 10^(dB/20)
+        wetMix.target = next[.bypass] != 0 ? 0 : 1
+    }
+
+    /// Back to silence, as after activation; parameters are kept and settled.
+    @_noLocks public mutating func reset() {
+        equalizer.reset()
+        compressor.reset()
+        limiter.reset()
+        dryDelay.update(repeating: 0, count: 2 * latency)
+        dryPosition = 0
+        phase = 0
+    }
+
+    /// Processes `frames` samples per channel. `right` buffers are used only in stereo.
+    @_noLocks public mutating func process(inLeft: UnsafePointer<Float>, inRight: UnsafePointer<Float>?,
+                                           outLeft: UnsafeMutablePointer<Float>, outRight: UnsafeMutablePointer<Float>?,
+                                           frames: Int) {
+        let stereo = channels == 2 && inRight != nil && outRight != nil
+        var done = 0
+        while done < frames {
+            if phase == 0 { tick() }
+            let count = min(tickLength - phase, frames - done)
+            let left = work, right = work + tickLength
+            var fault = readInput(inLeft + done, into: left, dry: dry, count: count)
+            if stereo, let inRight {
+                fault = readInput(inRight + done, into: right, dry: dry + tickLength, count: count) || fault
+            }
+            processChunk(left, stereo ? right : nil, count: count)
+            if fault {
+                // Garbage in (NaN, Inf, absurd levels): drop this chunk and start clean from the next.
+                reset()
+                phase = count
+                for i in 0..<count { left[i] = 0; right[i] = 0 }
+            }
+            for i in 0..<count { outLeft[done + i] = left[i] }
+            if stereo, let outRight { for i in 0..<count { outRight[done + i] = right[i] } }
+            phase += count
+            if phase >= tickLength { phase = 0 }
+            done += count
+        }
+    }
+
+    /// Copies and sanitizes one channel's input; true if it held a sample no audio can have.
+    @inline(__always) func readInput(_ source: UnsafePointer<Float>, into target: UnsafeMutablePointer<Float>,
+                                     dry: UnsafeMutablePointer<Float>, count: Int) -> Bool {
+        var fault = false
+        for i in 0..<count {
+            var x = source[i]
+            let magnitude = abs(x)
+            if !(magnitude <= 64) { x = 0; fault = true }  // false for NaN too
+            if magnitude < 1e-20 { x = 0 }  // subnormals and their neighbours never enter the filters
+            target[i] = x
+            dry[i] = x
+        }
+        return fault
+    }
+
+    @inline(__always) mutating func tick() {
+        equalizer.tick()
+        compressor.tick()
+        limiter.tick()
+    }
+
+    @inline(__always) mutating func processChunk(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
+                                                 count: Int) {
+        Self.meter(left, right, count: count, peak: &meters.inputPeak, squares: &meters.inputSquares)
+        // Noise suppression joins here (issue #3).
+        equalizer.process(0, left, count: count)
+        if let right { equalizer.process(1, right, count: count) }
+        compressor.process(left, right, count: count)
+        applyOutputGain(left, right, count: count)
+        limiter.process(left, right, count: count)
+        mixWithDry(left, right, count: count)
+        Self.meter(left, right, count: count, peak: &meters.outputPeak, squares: &meters.outputSquares)
+        meters.frames += count
+        meters.compressorReductionDB = compressor.peakReductionDB
+        meters.limiterReductionDB = limiter.peakReductionDB
+    }
+
+    @inline(__always) mutating func applyOutputGain(_ left: UnsafeMutablePointer<Float>,
+                                                    _ right: UnsafeMutablePointer<Float>?, count: Int) {
+        if outputGain.isSettled && outputGain.value == 1 { return }
+        if outputGain.isSettled {
+            let gain = Float(outputGain.value)
+            for i in 0..<count { left[i] *= gain }
+            if let right { for i in 0..<count { right[i] *= gain } }
+            return
+        }
+        for i in 0..<count {
+            outputGain.step()
+            let gain = Float(outputGain.value)
+            left[i] *= gain
+            right?[i] *= gain
+        }
+    }
+
+    /// Crossfades with the input delayed by the chain's latency, so bypass neither clicks nor shifts in time.
+    @inline(__always) mutating func mixWithDry(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
+                                               count: Int) {
+        let length = latency
+        let delayRight = dryDelay + length
+        let dryRight = dry + tickLength
+        let settledWet = wetMix.isSettled && wetMix.value == 1
+        for i in 0..<count {
+            let delayedLeft = dryDelay[dryPosition]
+            dryDelay[dryPosition] = dry[i]
+            let delayedRight = delayRight[dryPosition]
+            delayRight[dryPosition] = dryRight[i]
+            dryPosition = dryPosition + 1 == length ? 0 : dryPosition + 1
+            if settledWet { continue }
+            wetMix.step()
+            let wet = Float(wetMix.value)
+            left[i] = delayedLeft + wet * (left[i] - delayedLeft)
+            if let right { right[i] = delayedRight + wet * (right[i] - delayedRight) }
+        }
+    }
+
+    @inline(__always) static func meter(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?, count: Int,
+                                 peak: inout Float, squares: inout Double) {
+        var top = peak
+        var sum: Float = 0
+        for i in 0..<count {
+            top = max(top, abs(left[i]))
+            sum += left[i] * left[i]
+        }
+        if let right {
+            for i in 0..<count {
+                top = max(top, abs(right[i]))
+                sum += right[i] * right[i]
+            }
+        }
+        peak = top
+        squares += Double(sum)
+    }
+
+    /// True when a filter register holds a subnormal number (a test hook for the denormal guard).
+    public var holdsSubnormalState: Bool {
+        for i in 0..<12 where equalizer.state[i].s1.isSubnormal || equalizer.state[i].s2.isSubnormal { return true }
+        return compressor.smoothedDB.isSubnormal
+    }
+}

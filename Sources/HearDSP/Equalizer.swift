@@ -1,0 +1,161 @@
+// Speech equalizer: high-pass (rumble) -> low shelf -> three peaking bands -> high shelf.
+// Parameters glide once per control tick and coefficients are recomputed only for bands still
+// moving; a band that has settled to flat costs nothing.
+
+
+public struct Equalizer: Sendable {
+    static var bandCount: Int { 6 }
+    static var highPass: Int { 0 }
+    static var lowShelf: Int { 1 }
+    static var highShelf: Int { 5 }
+
+    /// One band's smoothed shape; frequency and Q glide in octaves, gain in dB.
+    struct Band: Sendable {
+        var log2Frequency: Glide
+        var gainDB: Glide
+        var log2Q: Glide
+        /// How much of the filter is mixed in (the high-pass fades in and out with it).
+        var amount: Glide
+    }
+
+    let sampleRate: Double
+    let channels: Int
+    var bands: InlineArray<6, Band>
+    var coefficients: InlineArray<6, Biquad>
+    /// Indices of the bands that are not flat, in cascade order; `activeCount` of them.
+    var active: InlineArray<6, Int> = InlineArray(repeating: 0)
+    var activeCount = 0
+    /// Registers per channel and band: `[channel * 6 + band]`.
+    var state: InlineArray<12, BiquadState> = InlineArray(repeating: BiquadState())
+    var moving = false
+
+    public init(sampleRate: Double, channels: Int, ticksPerSecond: Double, values: ParameterValues) {
+        self.sampleRate = sampleRate
+        self.channels = min(max(channels, 1), 2)
+        func glide(_ tolerance: Double) -> Glide {
+            Glide(0, timeConstant: 0.02, stepsPerSecond: ticksPerSecond, tolerance: tolerance)
+        }
+        let band = Band(log2Frequency: glide(1e-4), gainDB: glide(1e-4), log2Q: glide(1e-4), amount: glide(1e-5))
+        bands = InlineArray(repeating: band)
+        coefficients = InlineArray(repeating: .identity)
+        set(values)
+        snap()
+    }
+
+    /// Sets new targets; they are reached by gliding in `tick()`.
+    public mutating func set(_ values: ParameterValues) {
+        let on = values[.eqEnable] != 0
+        func place(_ band: Int, _ frequency: Parameter, _ gain: Parameter?, _ q: Parameter?, amount: Double = 1) {
+            // Corners are held below 0.45 x rate so every band keeps its shape at 8 kHz.
+            let hz = min(Double(values[frequency]), 0.45 * sampleRate)
+            bands[band].log2Frequency.target = LibM.log2(hz)
+            bands[band].gainDB.target = on ? gain.map { Double(values[$0]) } ?? 0 : 0
+            bands[band].log2Q.target = LibM.log2(q.map { Double(values[$0]) } ?? 1)
+            bands[band].amount.target = on ? amount : 0
+        }
+        place(Self.highPass, .eqHighPassFrequency, nil, nil, amount: values[.eqHighPassEnable] != 0 ? 1 : 0)
+        place(Self.lowShelf, .eqLowShelfFrequency, .eqLowShelfGain, nil)
+        place(2, .eqPeak1Frequency, .eqPeak1Gain, .eqPeak1Q)
+        place(3, .eqPeak2Frequency, .eqPeak2Gain, .eqPeak2Q)
+        place(4, .eqPeak3Frequency, .eqPeak3Gain, .eqPeak3Q)
+        place(Self.highShelf, .eqHighShelfFrequency, .eqHighShelfGain, nil)
+        moving = true
+    }
+
+    /// Jumps to the targets at once (at start-up, where there is nothing to glide from).
+    public mutating func snap() {
+        for b in 0..<Self.bandCount {
+            bands[b].log2Frequency.jump(to: bands[b].log2Frequency.target)
+            bands[b].gainDB.jump(to: bands[b].gainDB.target)
+            bands[b].log2Q.jump(to: bands[b].log2Q.target)
+            bands[b].amount.jump(to: bands[b].amount.target)
+            design(b)
+        }
+        moving = false
+        collectActive()
+    }
+
+    /// Once per control period: glide moving bands one step and redesign them.
+    @inline(__always) public mutating func tick() {
+        for i in 0..<activeCount { for c in 0..<channels { state[c * Self.bandCount + active[i]].flushTiny() } }
+        guard moving else { return }
+        var stillMoving = false
+        for b in 0..<Self.bandCount {
+            var band = bands[b]
+            if band.log2Frequency.isSettled && band.gainDB.isSettled && band.log2Q.isSettled && band.amount.isSettled {
+                continue
+            }
+            band.log2Frequency.step(); band.gainDB.step(); band.log2Q.step(); band.amount.step()
+            bands[b] = band
+            design(b)
+            stillMoving = true
+        }
+        moving = stillMoving
+        collectActive()
+    }
+
+    /// The section band `b` runs right now.
+    func section(_ b: Int) -> Biquad {
+        let band = bands[b]
+        let hz = LibM.exp2(band.log2Frequency.value), gain = band.gainDB.value, q = LibM.exp2(band.log2Q.value)
+        let amount = band.amount.value
+        if amount == 0 || (b != Self.highPass && gain == 0) { return .identity }
+        let filter: Biquad
+        switch b {
+        case Self.highPass: filter = .highPass(frequency: hz, q: 0.7071067811865476, sampleRate: sampleRate)
+        case Self.lowShelf: filter = .lowShelf(frequency: hz, gainDB: gain, sampleRate: sampleRate)
+        case Self.highShelf: filter = .highShelf(frequency: hz, gainDB: gain, sampleRate: sampleRate)
+        default: filter = .peaking(frequency: hz, gainDB: gain, q: q, sampleRate: sampleRate)
+        }
+        return amount == 1 ? filter : filter.blended(withDry: amount)
+    }
+
+    mutating func design(_ b: Int) {
+        let next = section(b)
+        if next.isIdentity && !coefficients[b].isIdentity {
+            for c in 0..<2 { state[c * Self.bandCount + b] = BiquadState() }
+        }
+        coefficients[b] = next
+    }
+
+    mutating func collectActive() {
+        activeCount = 0
+        for b in 0..<Self.bandCount where !coefficients[b].isIdentity {
+            active[activeCount] = b
+            activeCount += 1
+        }
+    }
+
+    /// True when the equalizer passes audio through untouched.
+    public var isFlat: Bool { activeCount == 0 }
+
+    /// The designed magnitude response of the whole cascade at `frequency`, in dB.
+    public func responseDB(atFrequency frequency: Double) -> Double {
+        var db = 0.0
+        for b in 0..<Self.bandCount {
+            db += 20 * LibM.log10(coefficients[b].magnitude(atFrequency: frequency, sampleRate: sampleRate))
+        }
+        return db
+    }
+
+    @_noLocks public mutating func process(_ channel: Int, _ samples: UnsafeMutablePointer<Float>, count: Int) {
+        guard activeCount > 0, channel < channels else { return }
+        let base = channel * Self.bandCount
+        let sections = coefficients
+        var registers = state
+        let used = activeCount
+        for i in 0..<count {
+            var x = Double(samples[i])
+            for k in 0..<used {
+                let b = active[k]
+                x = registers[base + b].process(x, sections[b])
+            }
+            samples[i] = Float(x)
+        }
+        state = registers
+    }
+
+    public mutating func reset() {
+        state = InlineArray(repeating: BiquadState())
+    }
+}
