@@ -23,9 +23,11 @@ let package = Package(
                 "-Xlinker", "--version-script=modules/hear.exports", "-Xlinker", "--strip-all",
             ])]
         ),
+        // Test helpers: signals and measurements, and a heap-allocation counter.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .target(name: "CMallocCounter", path: "Tests/CMallocCounter"),
-        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP"]),
-        .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "CLADSPA", "CMallocCounter"]),
+        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "TestSupport"]),
+        .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "CLADSPA", "CMallocCounter", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -126,6 +126,9 @@ public struct Equalizer: Sendable {
         }
     }
 
+    /// True when no parameter is gliding, so no coefficient will be recomputed.
+    public var isSettled: Bool { !moving }
+
     /// True when the equalizer passes audio through untouched.
     public var isFlat: Bool { activeCount == 0 }
 

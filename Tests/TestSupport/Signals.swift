@@ -1,0 +1,105 @@
+// Test signals and measurements shared by the test targets. Deterministic: every generator is seeded.
+
+import Foundation
+
+/// SplitMix64: small, fast and the same on every machine.
+public struct SeededRandom: RandomNumberGenerator {
+    var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    /// Uniform in [-1, 1).
+    public mutating func bipolar() -> Float { Float(Double(next() >> 11) / Double(1 << 53) * 2 - 1) }
+}
+
+public enum Signals {
+    public static func sine(frequency: Double, rate: Double, seconds: Double, amplitude: Float) -> [Float] {
+        let count = Int(seconds * rate)
+        return (0..<count).map { amplitude * Float(sin(2 * .pi * frequency * Double($0) / rate)) }
+    }
+
+    /// Square wave: its magnitude is constant, so a peak detector sees one steady level.
+    public static func square(frequency: Double, rate: Double, seconds: Double, amplitude: Float) -> [Float] {
+        let count = Int(seconds * rate)
+        let period = rate / frequency
+        return (0..<count).map { (Double($0).truncatingRemainder(dividingBy: period) < period / 2) ? amplitude : -amplitude }
+    }
+
+    public static func whiteNoise(count: Int, amplitude: Float, seed: UInt64) -> [Float] {
+        var random = SeededRandom(seed: seed)
+        return (0..<count).map { _ in amplitude * random.bipolar() }
+    }
+
+    /// A voiced, speech-like signal: a gliding harmonic source (f0 100-220 Hz) with falling
+    /// harmonic weights, shaped by a syllable-rate envelope (about 4 Hz) with pauses, peaking
+    /// near `peak` (linear).
+    public static func speechLike(rate: Double, seconds: Double, peak: Float, seed: UInt64) -> [Float] {
+        var random = SeededRandom(seed: seed)
+        let count = Int(seconds * rate)
+        var out = [Float](repeating: 0, count: count)
+        var phase = 0.0
+        var syllableStart = 0, syllableLength = Int(0.2 * rate), syllableLevel: Float = 1
+        var f0 = 150.0
+        for n in 0..<count {
+            if n - syllableStart >= syllableLength {
+                syllableStart = n
+                syllableLength = Int((0.12 + 0.2 * Double(random.bipolar() + 1) / 2) * rate)
+                syllableLevel = random.bipolar() < -0.6 ? 0 : 0.3 + 0.7 * (random.bipolar() + 1) / 2
+                f0 = 100 + 120 * Double(random.bipolar() + 1) / 2
+            }
+            let position = Double(n - syllableStart) / Double(syllableLength)
+            let envelope = Float(sin(.pi * position)) * syllableLevel
+            phase += 2 * .pi * f0 * (1 + 0.03 * sin(2 * .pi * 5 * Double(n) / rate)) / rate
+            var x = 0.0
+            var harmonic = 1.0
+            while harmonic * f0 < min(4000, rate * 0.45) {
+                x += sin(harmonic * phase) / harmonic
+                harmonic += 1
+            }
+            out[n] = Float(x) * envelope
+        }
+        let top = out.map(abs).max() ?? 1
+        return out.map { $0 / top * peak }
+    }
+
+    /// Amplitude of the `frequency` component, by a least-squares fit of a sine and a cosine.
+    public static func amplitude(of samples: ArraySlice<Float>, frequency: Double, rate: Double) -> Double {
+        var ss = 0.0, cc = 0.0, sc = 0.0, xs = 0.0, xc = 0.0
+        for (k, x) in samples.enumerated() {
+            let w = 2 * .pi * frequency * Double(k) / rate
+            let s = sin(w), c = cos(w)
+            ss += s * s; cc += c * c; sc += s * c
+            xs += Double(x) * s; xc += Double(x) * c
+        }
+        let det = ss * cc - sc * sc
+        let a = (xs * cc - xc * sc) / det, b = (xc * ss - xs * sc) / det
+        return (a * a + b * b).squareRoot()
+    }
+
+    public static func rms(_ samples: ArraySlice<Float>) -> Double {
+        guard !samples.isEmpty else { return 0 }
+        return (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(samples.count)).squareRoot()
+    }
+
+    public static func peak(_ samples: ArraySlice<Float>) -> Float { samples.map(abs).max() ?? 0 }
+
+    public static func dB(_ ratio: Double) -> Double { 20 * log10(ratio) }
+
+    /// Block sizes that cover `total`: the given size repeated, or seeded random sizes in 1...4096 for 0.
+    public static func blocks(total: Int, size: Int, seed: UInt64 = 7) -> [Int] {
+        var random = SeededRandom(seed: seed)
+        var sizes: [Int] = []
+        var left = total
+        while left > 0 {
+            let next = size > 0 ? size : 1 + Int(random.next() % 4096)
+            sizes.append(min(next, left))
+            left -= next
+        }
+        return sizes
+    }
+}
