@@ -22,7 +22,7 @@ public struct Meters: Sendable {
 public struct Chain: ~Copyable {
     public let sampleRate: Double
     public let channels: Int
-    /// Samples per control tick: about 0.67 ms, at least 16.
+    /// Samples per control tick: about 1.3 ms, at least 16.
     public let tickLength: Int
     public private(set) var values: ParameterValues
 
@@ -48,7 +48,7 @@ public struct Chain: ~Copyable {
         let rate = min(max(sampleRate, 1000), 768_000)
         self.sampleRate = rate
         self.channels = min(max(channels, 1), 2)
-        tickLength = max(16, Int(rate / 1500))
+        tickLength = max(16, Int(rate / 750))
         let ticksPerSecond = rate / Double(tickLength)
         self.values = values
         equalizer = Equalizer(sampleRate: rate, channels: self.channels, ticksPerSecond: ticksPerSecond, values: values)
@@ -128,12 +128,14 @@ public struct Chain: ~Copyable {
                                      dry: UnsafeMutablePointer<Float>, count: Int) -> Bool {
         var fault = false
         for i in 0..<count {
-            var x = source[i]
+            let x = source[i]
             let magnitude = abs(x)
-            if !(magnitude <= 64) { x = 0; fault = true }  // false for NaN too
-            if magnitude < 1e-20 { x = 0 }  // subnormals and their neighbours never enter the filters
-            target[i] = x
-            dry[i] = x
+            let audio = magnitude <= 64  // false for NaN too
+            fault = fault || !audio
+            // Subnormals and their neighbours never enter the filters.
+            let kept = audio && magnitude >= 1e-20 ? x : 0
+            target[i] = kept
+            dry[i] = kept
         }
         return fault
     }
@@ -148,8 +150,7 @@ public struct Chain: ~Copyable {
                                                  count: Int) {
         Self.meter(left, right, count: count, peak: &meters.inputPeak, squares: &meters.inputSquares)
         // Noise suppression joins here (issue #3).
-        equalizer.process(0, left, count: count)
-        if let right { equalizer.process(1, right, count: count) }
+        equalizer.process(left, right, count: count)
         compressor.process(left, right, count: count)
         applyOutputGain(left, right, count: count)
         limiter.process(left, right, count: count)
@@ -180,40 +181,53 @@ public struct Chain: ~Copyable {
     /// Crossfades with the input delayed by the chain's latency, so bypass neither clicks nor shifts in time.
     @inline(__always) mutating func mixWithDry(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                                count: Int) {
-        let length = latency
-        let delayRight = dryDelay + length
-        let dryRight = dry + tickLength
-        let settledWet = wetMix.isSettled && wetMix.value == 1
-        for i in 0..<count {
-            let delayedLeft = dryDelay[dryPosition]
-            dryDelay[dryPosition] = dry[i]
-            let delayedRight = delayRight[dryPosition]
-            delayRight[dryPosition] = dryRight[i]
-            dryPosition = dryPosition + 1 == length ? 0 : dryPosition + 1
-            if settledWet { continue }
-            wetMix.step()
-            let wet = Float(wetMix.value)
-            left[i] = delayedLeft + wet * (left[i] - delayedLeft)
-            if let right { right[i] = delayedRight + wet * (right[i] - delayedRight) }
-        }
+        let start = dryPosition
+        dryPosition = mixChannel(left, dry: dry, delay: dryDelay, count: count, from: start)
+        if let right { _ = mixChannel(right, dry: dry + tickLength, delay: dryDelay + latency, count: count, from: start) }
+        if !wetMix.isSettled { for _ in 0..<count { wetMix.step() } }
     }
 
-    @inline(__always) static func meter(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?, count: Int,
-                                 peak: inout Float, squares: inout Double) {
-        var top = peak
-        var sum: Float = 0
+    /// Pushes one channel's dry input through its delay and, while bypass moves, mixes it in.
+    @inline(__always) func mixChannel(_ samples: UnsafeMutablePointer<Float>, dry: UnsafeMutablePointer<Float>,
+                                      delay: UnsafeMutablePointer<Float>, count: Int, from start: Int) -> Int {
+        let length = latency
+        var position = start
+        var mix = wetMix
+        let settledWet = mix.isSettled && mix.value == 1
         for i in 0..<count {
-            top = max(top, abs(left[i]))
-            sum += left[i] * left[i]
+            let delayed = delay[position]
+            delay[position] = dry[i]
+            position = position + 1 == length ? 0 : position + 1
+            if settledWet { continue }
+            mix.step()
+            let wet = Float(mix.value)
+            samples[i] = delayed + wet * (samples[i] - delayed)
         }
-        if let right {
-            for i in 0..<count {
-                top = max(top, abs(right[i]))
-                sum += right[i] * right[i]
+        return position
+    }
+
+    @inline(__always) static func meter(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
+                                        count: Int, peak: inout Float, squares: inout Double) {
+        // Four partial sums and maxima break the add chain, so the loop runs at the adder's throughput.
+        var t0 = peak, t1: Float = 0, t2: Float = 0, t3: Float = 0
+        var s0: Float = 0, s1: Float = 0, s2: Float = 0, s3: Float = 0
+        for channel in 0..<(right == nil ? 1 : 2) {
+            let samples = channel == 0 ? left : right ?? left
+            var i = 0
+            while i + 4 <= count {
+                let a = samples[i], b = samples[i + 1], c = samples[i + 2], d = samples[i + 3]
+                t0 = max(t0, abs(a)); t1 = max(t1, abs(b)); t2 = max(t2, abs(c)); t3 = max(t3, abs(d))
+                s0 += a * a; s1 += b * b; s2 += c * c; s3 += d * d
+                i += 4
+            }
+            while i < count {
+                t0 = max(t0, abs(samples[i]))
+                s0 += samples[i] * samples[i]
+                i += 1
             }
         }
-        peak = top
-        squares += Double(sum)
+        peak = max(max(t0, t1), max(t2, t3))
+        squares += Double((s0 + s1) + (s2 + s3))
     }
 
     /// True when a filter register holds a subnormal number (a test hook for the denormal guard).

@@ -5,7 +5,9 @@
 // In stereo the detector takes the louder channel, so both channels get the same gain.
 
 
-public struct Compressor: Sendable {
+public struct Compressor: ~Copyable {
+    static var scratchCapacity: Int { 256 }
+
     /// Static curve and timing, already in the units the sample loop wants.
     public struct Settings: Equatable, Sendable {
         public var thresholdDB: Double
@@ -29,6 +31,9 @@ public struct Compressor: Sendable {
 
     let sampleRate: Double
     var settings: Settings
+    var curve: Curve
+    /// Per-sample gain in dB, then its log2, for one piece of audio.
+    let scratch: UnsafeMutablePointer<Float>
     var attackCoefficient = 0.0
     var releaseCoefficient = 0.0
     /// Smoothed gain change in dB (<= 0): the gain reduction, negated.
@@ -41,10 +46,15 @@ public struct Compressor: Sendable {
     public init(sampleRate: Double, ticksPerSecond: Double, values: ParameterValues) {
         self.sampleRate = sampleRate
         settings = Settings(values)
+        curve = Curve(thresholdDB: settings.thresholdDB, ratio: settings.ratio, kneeDB: settings.kneeDB)
+        scratch = .allocate(capacity: Self.scratchCapacity)
+        scratch.initialize(repeating: 0, count: Self.scratchCapacity)
         makeup = Glide(0, timeConstant: 0.02, stepsPerSecond: ticksPerSecond, tolerance: 1e-4)
         set(values)
         makeup.jump(to: makeup.target)
     }
+
+    deinit { scratch.deallocate() }
 
     public mutating func set(_ values: ParameterValues) {
         let next = Settings(values)
@@ -55,19 +65,35 @@ public struct Compressor: Sendable {
             releaseCoefficient = LibM.exp(-1 / (next.releaseSeconds * sampleRate))
         }
         settings = next
+        curve = Curve(thresholdDB: next.thresholdDB, ratio: next.ratio, kneeDB: next.kneeDB)
         makeup.target = next.enabled ? next.makeupDB : 0
     }
 
-    /// The static curve: gain change in dB (<= 0) for a peak level of `levelDB`.
-    @inline(__always) public static func gainChangeDB(levelDB x: Double, thresholdDB t: Double, ratio r: Double,
-                                                      kneeDB w: Double) -> Double {
-        let over = x - t
-        if 2 * over <= -w { return 0 }
-        if 2 * over < w {
-            let k = over + w / 2
-            return (1 / r - 1) * k * k / (2 * w)
+    /// The static curve, in the form the sample loop evaluates without branches.
+    public struct Curve: Sendable {
+        let threshold: Float
+        /// 1/ratio - 1: output dB per input dB above the knee, minus one.
+        let slope: Float
+        let knee: Float
+        let halfKnee: Float
+        let inverseTwiceKnee: Float
+
+        public init(thresholdDB: Double, ratio: Double, kneeDB: Double) {
+            threshold = Float(thresholdDB)
+            slope = Float(1 / ratio - 1)
+            // A knee of 0 is a hard knee; 0.001 dB differs from it by less than 0.0002 dB.
+            knee = Float(max(kneeDB, 0.001))
+            halfKnee = knee / 2
+            inverseTwiceKnee = 1 / (2 * knee)
         }
-        return (1 / r - 1) * over
+
+        /// Gain change in dB (<= 0) for a peak level of `levelDB`: 0 below the knee, the
+        /// quadratic inside it, (1/ratio - 1)(x - threshold) above it.
+        @inline(__always) public func gainChangeDB(levelDB: Float) -> Float {
+            let over = levelDB - threshold
+            let inKnee = min(max(over + halfKnee, 0), knee)
+            return slope * (inKnee * inKnee * inverseTwiceKnee + max(over - halfKnee, 0))
+        }
     }
 
     /// Gain change in dB the compressor applies right now (<= 0 while compressing).
@@ -85,27 +111,56 @@ public struct Compressor: Sendable {
     @_noLocks public mutating func process(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                            count: Int) {
         if isIdle { return }
-        let t = settings.thresholdDB, r = settings.ratio, w = settings.kneeDB, on = settings.enabled
+        var done = 0
+        while done < count {
+            let piece = min(count - done, Self.scratchCapacity)
+            processPiece(left + done, right.map { $0 + done }, count: piece)
+            done += piece
+        }
+    }
+
+    /// Three passes: the level and static curve per sample (no loop-carried state, so it
+    /// vectorizes), the attack/release smoothing (the only serial part), then the gain.
+    @inline(__always) mutating func processPiece(_ left: UnsafeMutablePointer<Float>,
+                                                 _ right: UnsafeMutablePointer<Float>?, count: Int) {
+        let gainDB = scratch
+        if settings.enabled {
+            let curve = self.curve
+            // 20 log10(x) via log2; the floor keeps silence finite (-200 dBFS).
+            if let right {
+                for i in 0..<count {
+                    let peak = max(abs(left[i]), abs(right[i]))
+                    gainDB[i] = curve.gainChangeDB(levelDB: 6.0206 * FastMath.log2(max(peak, 1e-10)))
+                }
+            } else {
+                for i in 0..<count {
+                    gainDB[i] = curve.gainChangeDB(levelDB: 6.0206 * FastMath.log2(max(abs(left[i]), 1e-10)))
+                }
+            }
+        } else {
+            for i in 0..<count { gainDB[i] = 0 }
+        }
+
         let attack = attackCoefficient, release = releaseCoefficient
         let makeupDB = makeup.value
         var smoothed = smoothedDB
         var deepest = smoothed
         for i in 0..<count {
-            var peak = abs(left[i])
-            if let right { peak = max(peak, abs(right[i])) }
-            // 20 log10(x) via log2; the floor keeps silence finite (-200 dBFS).
-            let levelDB = 6.020599913279624 * Double(LibM.log2(max(peak, 1e-10)))
-            let target = on ? Self.gainChangeDB(levelDB: levelDB, thresholdDB: t, ratio: r, kneeDB: w) : 0
-            let coefficient = target < smoothed ? attack : release
-            smoothed = target + coefficient * (smoothed - target)
+            let target = Double(gainDB[i])
+            // One multiply-add on the loop-carried path: c * smoothed + (1 - c) * target.
+            let attacking = target < smoothed
+            let coefficient = attacking ? attack : release
+            let pull = (attacking ? 1 - attack : 1 - release) * target
+            smoothed = (coefficient * smoothed).addingProduct(1, pull)
             deepest = min(deepest, smoothed)
-            // 10^(dB/20) via exp2.
-            let gain = LibM.exp2(Float((smoothed + makeupDB) * 0.16609640474436813))
-            left[i] *= gain
-            if let right { right[i] *= gain }
+            // log2 of the linear gain: dB / 20 * log2(10).
+            gainDB[i] = Float((smoothed + makeupDB) * 0.16609640474436813)
         }
         smoothedDB = smoothed
         peakReductionDB = max(peakReductionDB, Float(-deepest))
+
+        for i in 0..<count { left[i] *= FastMath.exp2(gainDB[i]) }
+        if let right { for i in 0..<count { right[i] *= FastMath.exp2(gainDB[i]) } }
     }
 
     public mutating func reset() {

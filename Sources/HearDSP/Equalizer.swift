@@ -141,21 +141,55 @@ public struct Equalizer: Sendable {
         return db
     }
 
-    @_noLocks public mutating func process(_ channel: Int, _ samples: UnsafeMutablePointer<Float>, count: Int) {
-        guard activeCount > 0, channel < channels else { return }
-        let base = channel * Self.bandCount
-        let sections = coefficients
-        var registers = state
-        let used = activeCount
-        for i in 0..<count {
-            var x = Double(samples[i])
-            for k in 0..<used {
-                let b = active[k]
-                x = registers[base + b].process(x, sections[b])
-            }
-            samples[i] = Float(x)
+    /// Filters one or two channels in place through the bands that are not flat.
+    @_noLocks public mutating func process(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
+                                           count: Int) {
+        // A cascade of exactly as many sections as are active, so the optimizer can keep every
+        // register of the cascade in CPU registers for the whole chunk.
+        switch activeCount {
+        case 0: return
+        case 1: runCascade(left, right, count: count, sections: InlineArray<1, Biquad>(repeating: .identity))
+        case 2: runCascade(left, right, count: count, sections: InlineArray<2, Biquad>(repeating: .identity))
+        case 3: runCascade(left, right, count: count, sections: InlineArray<3, Biquad>(repeating: .identity))
+        case 4: runCascade(left, right, count: count, sections: InlineArray<4, Biquad>(repeating: .identity))
+        case 5: runCascade(left, right, count: count, sections: InlineArray<5, Biquad>(repeating: .identity))
+        default: runCascade(left, right, count: count, sections: InlineArray<6, Biquad>(repeating: .identity))
         }
-        state = registers
+    }
+
+    @inline(__always) mutating func runCascade<let N: Int>(
+        _ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?, count: Int,
+        sections: InlineArray<N, Biquad>
+    ) {
+        var sections = sections
+        var leftState = InlineArray<N, BiquadState>(repeating: BiquadState())
+        var rightState = InlineArray<N, BiquadState>(repeating: BiquadState())
+        for k in 0..<N {
+            sections[k] = coefficients[active[k]]
+            leftState[k] = state[active[k]]
+            rightState[k] = state[Self.bandCount + active[k]]
+        }
+        if let right, channels == 2 {
+            for i in 0..<count {
+                var x = Double(left[i]), y = Double(right[i])
+                for k in 0..<N {
+                    x = leftState[k].process(x, sections[k])
+                    y = rightState[k].process(y, sections[k])
+                }
+                left[i] = Float(x)
+                right[i] = Float(y)
+            }
+        } else {
+            for i in 0..<count {
+                var x = Double(left[i])
+                for k in 0..<N { x = leftState[k].process(x, sections[k]) }
+                left[i] = Float(x)
+            }
+        }
+        for k in 0..<N {
+            state[active[k]] = leftState[k]
+            state[Self.bandCount + active[k]] = rightState[k]
+        }
     }
 
     public mutating func reset() {

@@ -30,6 +30,7 @@ public struct Limiter: ~Copyable {
     var historyPosition = 0
     var historySum: Double
     var hold = 1.0
+    var ticksSinceResum = 0
     /// Deepest gain reduction since the meter last read it, in dB (>= 0).
     public var peakReductionDB: Float = 0
 
@@ -81,8 +82,11 @@ public struct Limiter: ~Copyable {
         historyPosition = 0
     }
 
-    /// Re-adds the window so the running sum cannot drift over hours of audio.
+    /// Re-adds the window now and then, so the running sum cannot drift over hours of audio.
     @inline(__always) public mutating func tick() {
+        ticksSinceResum &+= 1
+        guard ticksSinceResum >= 256 else { return }
+        ticksSinceResum = 0
         var sum = 0.0
         for i in 0..<window { sum += history[i] }
         historySum = sum
@@ -90,6 +94,10 @@ public struct Limiter: ~Copyable {
 
     @_noLocks public mutating func process(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                            count: Int) {
+        if !enabled && hold == 1 && historySum == Double(window) && (queueCount == 0 || queueGain[queueHead] == 1) {
+            delayOnly(left, right, count: count)
+            return
+        }
         let limit = enabled ? ceiling : Float.infinity
         let release = releaseCoefficient
         let inverseWindow = 1 / Double(window)
@@ -137,6 +145,25 @@ public struct Limiter: ~Copyable {
             delayPosition = delayPosition + 1 == lookahead ? 0 : delayPosition + 1
         }
         if deepest < 1 { peakReductionDB = max(peakReductionDB, Float(-20 * LibM.log10(max(deepest, 1e-10)))) }
+    }
+
+    /// Off and fully recovered: only the look-ahead delay remains, so the latency never changes.
+    @inline(__always) mutating func delayOnly(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
+                                              count: Int) {
+        let rightDelay = delay + lookahead
+        var position = delayPosition
+        for i in 0..<count {
+            let delayedLeft = delay[position]
+            delay[position] = left[i]
+            left[i] = delayedLeft
+            if let right {
+                let delayedRight = rightDelay[position]
+                rightDelay[position] = right[i]
+                right[i] = delayedRight
+            }
+            position = position + 1 == lookahead ? 0 : position + 1
+        }
+        delayPosition = position
     }
 
     @inline(__always) func clamp(_ x: Float, _ limit: Float) -> Float {

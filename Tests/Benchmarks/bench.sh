@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# make bench: ns per sample of each hear stage and of the chain, at 48 kHz in blocks of 256, next
+# to Debian's reference plugins (swh sc4m and mbeq, lsp compressor_mono), all loaded by dlopen
+# and driven by the same host (ladspa-bench) in one run, interleaved, median of $ROUNDS rounds.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PLUGIN=${HEAR_PLUGIN:-$PWD/.build/release/libhear.so}
+BENCH_SRC=${LADSPA_BENCH_SRC:-$PWD/../shared/tools/ladspa-bench.c}
+BENCH=.build/ladspa-bench
+ROUNDS=${ROUNDS:-5}
+SECONDS_OF_AUDIO=${BENCH_SECONDS:-30}
+LADSPA_DIR=/usr/lib/ladspa
+
+[ -f "$BENCH_SRC" ] || { echo "bench: the host source $BENCH_SRC is missing (set LADSPA_BENCH_SRC)" >&2; exit 1; }
+for f in "$LADSPA_DIR/sc4m_1916.so" "$LADSPA_DIR/mbeq_1197.so" "$LADSPA_DIR/lsp-plugins-ladspa-1.2.5.so"; do
+  [ -f "$f" ] || { echo "bench: $f is missing: apt-get install swh-plugins lsp-plugins-ladspa" >&2; exit 1; }
+done
+mkdir -p .build
+gcc -O2 -o "$BENCH" "$BENCH_SRC" -ldl -lm
+
+OFF="ns.enable=0 eq.enable=0 comp.enable=0 limit.enable=0"
+# Every EQ band doing something, so the EQ figure is its full cost, not the default high-pass alone.
+EQ_ALL="eq.low.gain=3 eq.peak1.gain=-4 eq.peak2.gain=5 eq.peak3.gain=3 eq.high.gain=2"
+declare -a NAMES CMDS
+add() { NAMES+=("$1"); CMDS+=("$2"); }
+add "hear_mono: equalizer (6 bands)"        "$PLUGIN hear_mono $OFF eq.enable=1 $EQ_ALL"
+add "hear_mono: equalizer (default: HP)"    "$PLUGIN hear_mono $OFF eq.enable=1"
+add "hear_mono: compressor"                 "$PLUGIN hear_mono $OFF comp.enable=1"
+add "hear_mono: gain +6 dB"                 "$PLUGIN hear_mono $OFF gain=6"
+add "hear_mono: limiter"                    "$PLUGIN hear_mono $OFF limit.enable=1"
+add "hear_mono: all stages off (frame)"     "$PLUGIN hear_mono $OFF"
+add "hear_mono: EQ(6)+comp+limiter"         "$PLUGIN hear_mono ns.enable=0 $EQ_ALL"
+add "hear_mono: full chain, defaults"       "$PLUGIN hear_mono"
+add "hear_stereo: full chain, defaults"     "$PLUGIN hear_stereo"
+add "hear_stereo: EQ(6)+comp+limiter"       "$PLUGIN hear_stereo ns.enable=0 $EQ_ALL"
+add "swh sc4m (compressor)"                 "$LADSPA_DIR/sc4m_1916.so sc4m"
+add "swh mbeq (15-band EQ)"                 "$LADSPA_DIR/mbeq_1197.so mbeq"
+add "lsp compressor_mono"                   "$LADSPA_DIR/lsp-plugins-ladspa-1.2.5.so http://lsp-plug.in/plugins/ladspa/compressor_mono"
+
+declare -A RESULTS
+for ((round = 0; round < ROUNDS; round++)); do
+  for i in "${!CMDS[@]}"; do
+    # shellcheck disable=SC2086
+    ns=$("$BENCH" -s "$SECONDS_OF_AUDIO" -b 256 -r 48000 ${CMDS[$i]} 2>/dev/null | sed -n 's/.*: \([0-9.]*\) ns\/sample\/ch.*/\1/p')
+    RESULTS[$i]="${RESULTS[$i]:-} $ns"
+  done
+done
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+SC4M=$(echo "${RESULTS[10]}" | median)
+printf '%s\n' "48 kHz, block 256, ${SECONDS_OF_AUDIO} s of audio per run, median of $ROUNDS interleaved rounds; $(nproc) cores, $(uname -m)"
+printf '| %-36s | %14s | %10s |\n' "plugin / stage" "ns/sample/ch" "vs sc4m"
+printf '|%s|%s|%s|\n' "--------------------------------------" "----------------" "------------"
+for i in "${!CMDS[@]}"; do
+  m=$(echo "${RESULTS[$i]}" | median)
+  printf '| %-36s | %14.2f | %10.2f |\n' "${NAMES[$i]}" "$m" "$(awk -v a="$m" -v b="$SC4M" 'BEGIN { print a / b }')"
+done
