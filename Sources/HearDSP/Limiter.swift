@@ -30,6 +30,8 @@ public struct Limiter: ~Copyable {
     var historyPosition = 0
     var historySum: Double
     var hold = 1.0
+    /// Samples in a row whose hold was 1: once a whole window, the history needs no updates.
+    var calmSamples = 0
     var ticksSinceResum = 0
     /// Deepest gain reduction since the meter last read it, in dB (>= 0).
     public var peakReductionDB: Float = 0
@@ -78,6 +80,7 @@ public struct Limiter: ~Copyable {
         queueCount = 0
         sampleIndex = 0
         hold = 1
+        calmSamples = 0
         delayPosition = 0
         historyPosition = 0
     }
@@ -94,7 +97,7 @@ public struct Limiter: ~Copyable {
 
     @_noLocks public mutating func process(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                            count: Int) {
-        if !enabled && hold == 1 && historySum == Double(window) && (queueCount == 0 || queueGain[queueHead] == 1) {
+        if !enabled && queueCount == 0 && calmSamples >= window {
             delayOnly(left, right, count: count)
             return
         }
@@ -107,32 +110,44 @@ public struct Limiter: ~Copyable {
             let inLeft = left[i]
             let inRight = right?[i] ?? 0
             let peak = max(abs(inLeft), abs(inRight))
-            let required = peak > limit ? Double(limit / peak) : 1
+            let index = sampleIndex
+            sampleIndex &+= 1
 
-            // Monotonic queue: drop entries that left the window, and entries this one undercuts.
-            if queueCount > 0 && queueIndex[queueHead] <= sampleIndex - window {
+            // Monotonic queue of the gains samples in the window need; samples that need none
+            // (gain 1) never enter it, so an empty queue means 1.
+            if queueCount > 0 && queueIndex[queueHead] <= index &- window {
                 queueHead = queueHead + 1 == window ? 0 : queueHead + 1
                 queueCount -= 1
             }
-            while queueCount > 0 {
-                var last = queueHead + queueCount - 1
-                if last >= window { last -= window }
-                if queueGain[last] < required { break }
-                queueCount -= 1
+            if peak > limit {
+                let required = Double(limit / peak)
+                while queueCount > 0 {
+                    var last = queueHead + queueCount - 1
+                    if last >= window { last -= window }
+                    if queueGain[last] < required { break }
+                    queueCount -= 1
+                }
+                var tail = queueHead + queueCount
+                if tail >= window { tail -= window }
+                queueGain[tail] = required
+                queueIndex[tail] = index
+                queueCount += 1
             }
-            var tail = queueHead + queueCount
-            if tail >= window { tail -= window }
-            queueGain[tail] = required
-            queueIndex[tail] = sampleIndex
-            queueCount += 1
-            sampleIndex &+= 1
 
-            hold = min(queueGain[queueHead], 1 - (1 - hold) * release)
-            historySum += hold - history[historyPosition]
-            history[historyPosition] = hold
-            historyPosition = historyPosition + 1 == window ? 0 : historyPosition + 1
-            let gain = historySum * inverseWindow
-            deepest = min(deepest, gain)
+            let gain: Double
+            if queueCount == 0 && calmSamples >= window {
+                gain = 1  // nothing to limit for a whole window: the history is all ones already
+            } else {
+                let needed = queueCount > 0 ? queueGain[queueHead] : 1
+                let released = 1 - (1 - hold) * release
+                hold = min(needed, released > 0.9999999 ? 1 : released)
+                historySum += hold - history[historyPosition]
+                history[historyPosition] = hold
+                historyPosition = historyPosition + 1 == window ? 0 : historyPosition + 1
+                calmSamples = hold == 1 ? calmSamples + 1 : 0
+                gain = historySum * inverseWindow
+                deepest = min(deepest, gain)
+            }
 
             let delayedLeft = delay[delayPosition]
             delay[delayPosition] = inLeft
