@@ -28,7 +28,8 @@ add "hear_mono: equalizer (6 bands)"        "$PLUGIN hear_mono $OFF eq.enable=1 
 add "hear_mono: equalizer (default: HP)"    "$PLUGIN hear_mono $OFF eq.enable=1"
 add "hear_mono: compressor"                 "$PLUGIN hear_mono $OFF comp.enable=1"
 add "hear_mono: gain +6 dB"                 "$PLUGIN hear_mono $OFF gain=6"
-add "hear_mono: limiter"                    "$PLUGIN hear_mono $OFF limit.enable=1"
+add "hear_mono: limiter (idle)"             "$PLUGIN hear_mono $OFF limit.enable=1"
+add "hear_mono: limiter (limiting, +14 dB)"  "$PLUGIN hear_mono $OFF limit.enable=1 gain=14"
 add "hear_mono: all stages off (frame)"     "$PLUGIN hear_mono $OFF"
 add "hear_mono: EQ(6)+comp+limiter"         "$PLUGIN hear_mono ns.enable=0 $EQ_ALL"
 add "hear_mono: full chain, defaults"       "$PLUGIN hear_mono"
@@ -48,7 +49,8 @@ for ((round = 0; round < ROUNDS; round++)); do
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-SC4M=$(echo "${RESULTS[10]}" | median)
+SC4M=""
+for i in "${!NAMES[@]}"; do [ "${NAMES[$i]}" = "swh sc4m (compressor)" ] && SC4M=$(echo "${RESULTS[$i]}" | median); done
 printf '%s\n' "48 kHz, block 256, ${SECONDS_OF_AUDIO} s of audio per run, median of $ROUNDS interleaved rounds; $(nproc) cores, $(uname -m)"
 printf '| %-36s | %14s | %10s |\n' "plugin / stage" "ns/sample/ch" "vs sc4m"
 printf '|%s|%s|%s|\n' "--------------------------------------" "----------------" "------------"

@@ -1,0 +1,40 @@
+// README's parameter table is generated from the schema. This test fails when they drift;
+// `HEAR_UPDATE_README=1 make test` rewrites the table between its markers.
+
+import Foundation
+import HearDSP
+import Testing
+
+@Suite struct ReadmeTests {
+    static let begin = "<!-- parameters:begin (generated from Sources/HearDSP/Parameters.swift) -->"
+    static let end = "<!-- parameters:end -->"
+
+    static func number(_ value: Float) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
+    }
+
+    static var table: String {
+        var lines = ["| key | range | default | unit | what it does |", "|---|---|---|---|---|"]
+        for parameter in Parameter.allCases {
+            let spec = parameter.spec
+            let range = spec.scale == .toggle ? "0 or 1" : "\(number(spec.minimum)) to \(number(spec.maximum))"
+            lines.append("| `\(spec.key)` | \(range) | \(number(spec.defaultValue)) | \(spec.unit) | \(spec.help) |")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    @Test func parameterTableMatchesTheSchema() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("README.md")
+        let readme = try String(contentsOf: url, encoding: .utf8)
+        let start = try #require(readme.range(of: Self.begin), "README.md has no parameter table marker")
+        let stop = try #require(readme.range(of: Self.end, range: start.upperBound..<readme.endIndex))
+        let current = readme[start.upperBound..<stop.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
+        if ProcessInfo.processInfo.environment["HEAR_UPDATE_README"] == "1" {
+            let updated = readme.replacingCharacters(in: start.upperBound..<stop.lowerBound, with: "\n" + Self.table + "\n")
+            try updated.write(to: url, atomically: true, encoding: .utf8)
+            return
+        }
+        #expect(current == Self.table, "README.md's table is out of date; run HEAR_UPDATE_README=1 make test")
+    }
+}
