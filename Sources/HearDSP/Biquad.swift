@@ -79,7 +79,7 @@ public struct BiquadState: Sendable {
 
     public init() {}
 
-    @inline(__always) public mutating func process(_ x: Double, _ c: Biquad) -> Double {
+    @inline(__always) public mutating func filter(_ x: Double, _ c: Biquad) -> Double {
         let y = c.b0 * x + s1
         s1 = c.b1 * x - c.a1 * y + s2
         s2 = c.b2 * x - c.a2 * y

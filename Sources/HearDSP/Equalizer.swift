@@ -173,8 +173,8 @@ public struct Equalizer: Sendable {
             for i in 0..<count {
                 var x = Double(left[i]), y = Double(right[i])
                 for k in 0..<N {
-                    x = leftState[k].process(x, sections[k])
-                    y = rightState[k].process(y, sections[k])
+                    x = leftState[k].filter(x, sections[k])
+                    y = rightState[k].filter(y, sections[k])
                 }
                 left[i] = Float(x)
                 right[i] = Float(y)
@@ -182,7 +182,7 @@ public struct Equalizer: Sendable {
         } else {
             for i in 0..<count {
                 var x = Double(left[i])
-                for k in 0..<N { x = leftState[k].process(x, sections[k]) }
+                for k in 0..<N { x = leftState[k].filter(x, sections[k]) }
                 left[i] = Float(x)
             }
         }

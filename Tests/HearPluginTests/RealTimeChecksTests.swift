@@ -1,0 +1,60 @@
+// The audio path's real-time safety is checked by the compiler: the entry points carry
+// @_noLocks, and a release build rejects any lock, allocation or reference count reachable
+// from them. These tests make sure both halves stay true.
+
+import Foundation
+import Testing
+
+@Suite struct RealTimeChecksTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    static func source(_ path: String) throws -> [String] {
+        try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8).components(separatedBy: "\n")
+    }
+
+    @Test func theLADSPAEntryPointsOfTheAudioThreadAreNoLocks() throws {
+        let lines = try Self.source("Sources/HearPlugin/LADSPA.swift")
+        for entry in ["func hearRun(", "func hearConnectPort(", "func hearActivate("] {
+            let line = try #require(lines.first { $0.contains(entry) }, "\(entry) not found")
+            #expect(line.contains("@_noLocks"), "\(entry) must be @_noLocks")
+        }
+    }
+
+    @Test func everyStageProcessIsNoLocks() throws {
+        let directory = Self.root.appendingPathComponent("Sources/HearDSP")
+        for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
+            for line in try Self.source("Sources/HearDSP/\(file)") where line.contains(" func process(") {
+                #expect(line.contains("@_noLocks"), "\(file): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+    }
+
+    /// Compiles `body` inside a @_noLocks function the way the package builds (optimized, whole module).
+    static func compile(_ body: String) throws -> (ok: Bool, log: String) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hear-nolocks-\(getpid())-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("probe.swift")
+        try "@_noLocks public func probe(_ n: Int) -> Int {\n\(body)\n}\n".write(to: file, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["swiftc", "-O", "-wmo", "-parse-as-library", "-emit-object", "-o",
+                             directory.appendingPathComponent("probe.o").path, file.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let log = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus == 0, log)
+    }
+
+    @Test func theCompilerRejectsAllocationUnderNoLocks() throws {
+        let plain = try Self.compile("    var sum = 0\n    for i in 0..<n { sum &+= i }\n    return sum")
+        #expect(plain.ok, "\(plain.log)")
+        let allocating = try Self.compile("    let values = [Int](repeating: 1, count: n)\n    return values.count")
+        #expect(!allocating.ok)
+        #expect(allocating.log.contains("locking") || allocating.log.contains("allocation"), "\(allocating.log)")
+    }
+}
