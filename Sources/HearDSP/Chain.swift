@@ -110,9 +110,11 @@ public struct Chain: ~Copyable {
             }
             processChunk(left, stereo ? right : nil, count: count)
             if fault {
-                // Garbage in (NaN, Inf, absurd levels): drop this chunk and start clean from the next.
+                // Garbage in (NaN, Inf, absurd levels): drop this chunk and start clean from the next,
+                // keeping the tick grid where it was.
+                let grid = phase
                 reset()
-                phase = count
+                phase = grid
                 for i in 0..<count { left[i] = 0; right[i] = 0 }
             }
             for i in 0..<count { outLeft[done + i] = left[i] }
@@ -157,8 +159,11 @@ public struct Chain: ~Copyable {
         mixWithDry(left, right, count: count)
         Self.meter(left, right, count: count, peak: &meters.outputPeak, squares: &meters.outputSquares)
         meters.frames += count
-        meters.compressorReductionDB = compressor.peakReductionDB
-        meters.limiterReductionDB = limiter.peakReductionDB
+        // Stages keep their deepest reduction since last asked; the meters keep it until read.
+        meters.compressorReductionDB = max(meters.compressorReductionDB, compressor.peakReductionDB)
+        meters.limiterReductionDB = max(meters.limiterReductionDB, limiter.peakReductionDB)
+        compressor.peakReductionDB = 0
+        limiter.peakReductionDB = 0
     }
 
     @inline(__always) mutating func applyOutputGain(_ left: UnsafeMutablePointer<Float>,
