@@ -8,9 +8,11 @@ public struct Preset: Sendable {
     public let summary: String
     public let settings: Settings
 
-    /// Every parameter: the preset's values, defaults elsewhere.
-    public var complete: [Assignment] {
-        Parameter.allCases.map { Assignment($0, settings[$0] ?? $0.spec.defaultValue) }
+    /// Every parameter but bypass: the preset's values, defaults elsewhere.
+    public var complete: [Assignment] { Self.complete(settings) }
+
+    public static func complete(_ settings: Settings) -> [Assignment] {
+        Parameter.allCases.filter { $0 != .bypass }.map { Assignment($0, settings[$0] ?? $0.spec.defaultValue) }
     }
 
     public static let builtIn: [Preset] = [

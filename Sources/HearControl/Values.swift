@@ -26,7 +26,7 @@ public enum ParameterValue {
             return .failure(ProtocolError(.badValue, "\(spec.key) takes a finite number\(unit), not '\(printable(trimmed))'"))
         }
         guard value >= spec.minimum && value <= spec.maximum else {
-            return .failure(ProtocolError(.outOfRange, "\(spec.key) must be between \(format(spec.minimum)) and \(format(spec.maximum))\(spec.unit.isEmpty ? "" : " \(spec.unit)"); got \(format(value))"))
+            return .failure(ProtocolError(.outOfRange, "\(spec.key) must be between \(describe(spec.minimum, for: parameter)) and \(describe(spec.maximum, for: parameter)); got \(describe(value, for: parameter))"))
         }
         return .success(value)
     }
