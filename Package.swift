@@ -38,6 +38,8 @@ let package = Package(
         // Test helpers: signals and measurements, and a heap-allocation counter.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .target(name: "CMallocCounter", path: "Tests/CMallocCounter"),
+        // A real-time LADSPA host process for the control tests (Tests/HearPluginTests/Control*.swift).
+        .executableTarget(name: "hear-testhost", dependencies: ["CLADSPA", "CMallocCounter"], path: "Tests/TestHost"),
         .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "TestSupport"]),
         .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "CLADSPA", "CMallocCounter", "TestSupport"]),
         .testTarget(name: "HearControlTests", dependencies: ["HearControl", "HearDSP"]),

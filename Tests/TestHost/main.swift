@@ -1,0 +1,201 @@
+// hear-testhost: a real-time LADSPA host for the control tests. It dlopens libhear.so, runs one
+// instance on a thread that paces blocks against the monotonic clock (as PipeWire's graph does),
+// feeds it a sine, records every output sample with its block's start time, counts heap
+// allocations and non-finite samples on that audio thread, and stops cleanly on SIGTERM or SIGINT.
+//
+//   hear-testhost --plugin PATH --out FILE [--label hear_mono] [--rate 48000] [--block 256]
+//                 [--chain N] [--frequency 1000] [--amplitude 0.02] [--seconds 60] [--control key=value ...]
+//
+// It prints `ready <pid>` once the first block has run, and on exit one summary line:
+//   done blocks=<n> frames=<n> allocations=<n> nonfinite=<n> late=<n>
+// The recording (FILE) is little-endian: frames as Float32 (first output channel), then one
+// Float64 start time (CLOCK_MONOTONIC seconds) per block.
+
+import CLADSPA
+import CMallocCounter
+import Foundation
+import Glibc
+
+nonisolated(unsafe) var stopRequested: sig_atomic_t = 0  // set by the signal handlers only
+
+func now() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) * 1e-9
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("hear-testhost: \(message)\n".utf8))
+    exit(1)
+}
+
+var options: [String: String] = [:]
+var controls: [(String, Float)] = []
+var arguments = CommandLine.arguments.dropFirst()
+while let flag = arguments.popFirst() {
+    guard flag.hasPrefix("--"), let value = arguments.popFirst() else { fail("usage: see the comment in Tests/TestHost/main.swift") }
+    if flag == "--control" {
+        let parts = value.split(separator: "=", maxSplits: 1)
+        guard parts.count == 2, let number = Float(parts[1]) else { fail("bad --control \(value)") }
+        controls.append((String(parts[0]), number))
+    } else {
+        options[String(flag.dropFirst(2))] = value
+    }
+}
+guard let pluginPath = options["plugin"], let outPath = options["out"] else { fail("--plugin and --out are required") }
+let label = options["label"] ?? "hear_mono"
+let rate = Int(options["rate"] ?? "48000")!
+let block = Int(options["block"] ?? "256")!
+let frequency = Double(options["frequency"] ?? "1000")!
+let amplitude = Float(options["amplitude"] ?? "0.02")!
+let seconds = Double(options["seconds"] ?? "60")!
+let chain = Float(options["chain"] ?? "0")!
+
+guard let library = dlopen(pluginPath, RTLD_NOW | RTLD_LOCAL) else { fail("dlopen \(pluginPath): \(String(cString: dlerror()))") }
+guard let symbol = dlsym(library, "ladspa_descriptor") else { fail("no ladspa_descriptor") }
+let descriptorFunction = unsafeBitCast(symbol, to: LADSPA_Descriptor_Function.self)
+var descriptorIndex: UInt = 0
+var found: UnsafePointer<LADSPA_Descriptor>?
+while let candidate = descriptorFunction(descriptorIndex) {
+    if String(cString: candidate.pointee.Label) == label { found = candidate }
+    descriptorIndex += 1
+}
+guard let descriptor = found else { fail("no label \(label)") }
+guard let handle = descriptor.pointee.instantiate(descriptor, UInt(rate)) else { fail("instantiate failed") }
+
+// Ports: controls at their LADSPA defaults (as a host derives them), then --chain and --control.
+let portCount = Int(descriptor.pointee.PortCount)
+let controlValues = UnsafeMutablePointer<Float>.allocate(capacity: portCount)
+controlValues.initialize(repeating: 0, count: portCount)
+var inputs: [UnsafeMutablePointer<Float>] = []
+var outputs: [UnsafeMutablePointer<Float>] = []
+for port in 0..<portCount {
+    let kind = descriptor.pointee.PortDescriptors[port]
+    let name = String(cString: descriptor.pointee.PortNames[port]!)
+    if kind & LADSPA_PORT_CONTROL != 0 {
+        let hint = descriptor.pointee.PortRangeHints[port]
+        let lo = hint.LowerBound, hi = hint.UpperBound
+        let logarithmic = hint.HintDescriptor & LADSPA_HINT_LOGARITHMIC != 0 && lo > 0
+        func between(_ w: Float) -> Float { logarithmic ? exp(log(lo) * (1 - w) + log(hi) * w) : lo * (1 - w) + hi * w }
+        switch hint.HintDescriptor & LADSPA_HINT_DEFAULT_MASK {
+        case LADSPA_HINT_DEFAULT_MINIMUM: controlValues[port] = lo
+        case LADSPA_HINT_DEFAULT_LOW: controlValues[port] = between(0.25)
+        case LADSPA_HINT_DEFAULT_MIDDLE: controlValues[port] = between(0.5)
+        case LADSPA_HINT_DEFAULT_HIGH: controlValues[port] = between(0.75)
+        case LADSPA_HINT_DEFAULT_MAXIMUM: controlValues[port] = hi
+        case LADSPA_HINT_DEFAULT_1: controlValues[port] = 1
+        case LADSPA_HINT_DEFAULT_100: controlValues[port] = 100
+        case LADSPA_HINT_DEFAULT_440: controlValues[port] = 440
+        default: controlValues[port] = 0
+        }
+        if name == "chain" { controlValues[port] = chain }
+        for (key, value) in controls where key == name { controlValues[port] = value }
+        descriptor.pointee.connect_port(handle, UInt(port), controlValues + port)
+    } else {
+        let buffer = UnsafeMutablePointer<Float>.allocate(capacity: block)
+        buffer.initialize(repeating: 0, count: block)
+        descriptor.pointee.connect_port(handle, UInt(port), buffer)
+        if kind & LADSPA_PORT_INPUT != 0 { inputs.append(buffer) } else { outputs.append(buffer) }
+    }
+}
+descriptor.pointee.activate?(handle)
+
+signal(SIGTERM) { _ in stopRequested = 1 }
+signal(SIGINT) { _ in stopRequested = 1 }
+
+
+struct AudioResult { var blocks = 0; var allocations = 0; var nonFinite = 0; var late = 0 }
+
+/// The audio thread's world: everything it touches is allocated before it starts.
+final class AudioThread: @unchecked Sendable {
+    let descriptor: UnsafePointer<LADSPA_Descriptor>
+    let handle: LADSPA_Handle
+    let inputs: [UnsafeMutablePointer<Float>]
+    let outputs: [UnsafeMutablePointer<Float>]
+    let recording: UnsafeMutablePointer<Float>
+    let blockTimes: UnsafeMutablePointer<Double>
+    let maximumBlocks: Int
+    let block: Int
+    let rate: Int
+    let frequency: Double
+    let amplitude: Float
+    let readyLine = Array("ready \(getpid())\n".utf8)
+    var result = AudioResult()
+
+    init(descriptor: UnsafePointer<LADSPA_Descriptor>, handle: LADSPA_Handle, inputs: [UnsafeMutablePointer<Float>],
+         outputs: [UnsafeMutablePointer<Float>], seconds: Double, block: Int, rate: Int, frequency: Double, amplitude: Float) {
+        self.descriptor = descriptor
+        self.handle = handle
+        self.inputs = inputs
+        self.outputs = outputs
+        self.block = block
+        self.rate = rate
+        self.frequency = frequency
+        self.amplitude = amplitude
+        maximumBlocks = Int(seconds * Double(rate) / Double(block)) + 1
+        recording = .allocate(capacity: maximumBlocks * block)
+        blockTimes = .allocate(capacity: maximumBlocks)
+    }
+
+    func run() {
+        var phase = 0.0
+        let step = 2 * Double.pi * frequency / Double(rate)
+        let period = Double(block) / Double(rate)
+        var deadline = now()
+        var result = AudioResult()
+        hear_malloc_counter_begin()
+        while stopRequested == 0 && result.blocks < maximumBlocks {
+            let start = now()
+            blockTimes[result.blocks] = start
+            for i in 0..<block {
+                let sample = amplitude * Float(sin(phase))
+                for input in inputs { input[i] = sample }
+                phase += step
+                if phase > 2 * Double.pi { phase -= 2 * Double.pi }
+            }
+            descriptor.pointee.run(handle, UInt(block))
+            let target = recording + result.blocks * block
+            for i in 0..<block {
+                let sample = outputs[0][i]
+                if !sample.isFinite { result.nonFinite += 1 }
+                target[i] = sample
+            }
+            for output in outputs.dropFirst() { for i in 0..<block where !output[i].isFinite { result.nonFinite += 1 } }
+            if result.blocks == 0 { _ = readyLine.withUnsafeBytes { write(1, $0.baseAddress, $0.count) } }
+            result.blocks += 1
+            deadline += period
+            if now() > deadline + period { result.late += 1; deadline = now() }
+            var wake = timespec(tv_sec: Int(deadline), tv_nsec: Int((deadline - floor(deadline)) * 1e9))
+            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) == EINTR && stopRequested == 0 {}
+        }
+        result.allocations = hear_malloc_counter_end()
+        self.result = result
+    }
+}
+
+// Self-check: the counter sees allocations on this thread (else a zero below would prove nothing).
+hear_malloc_counter_begin()
+let probe = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 16)
+let probeCount = hear_malloc_counter_end()
+probe.deallocate()
+if probeCount < 1 { fail("the malloc counter is not active") }
+
+let audio = AudioThread(descriptor: descriptor, handle: handle, inputs: inputs, outputs: outputs, seconds: seconds, block: block,
+                        rate: rate, frequency: frequency, amplitude: amplitude)
+var thread = pthread_t()
+let context = Unmanaged.passRetained(audio).toOpaque()
+pthread_create(&thread, nil, { context in
+    Unmanaged<AudioThread>.fromOpaque(context!).takeUnretainedValue().run()
+    return nil
+}, context)
+pthread_join(thread, nil)
+
+descriptor.pointee.deactivate?(handle)
+descriptor.pointee.cleanup(handle)
+
+let result = audio.result
+var data = Data()
+data.append(UnsafeBufferPointer(start: audio.recording, count: result.blocks * block))
+data.append(UnsafeBufferPointer(start: audio.blockTimes, count: result.blocks))
+FileManager.default.createFile(atPath: outPath, contents: data)
+print("done blocks=\(result.blocks) frames=\(result.blocks * block) allocations=\(result.allocations) nonfinite=\(result.nonFinite) late=\(result.late)")
