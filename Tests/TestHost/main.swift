@@ -15,8 +15,10 @@ import CLADSPA
 import CMallocCounter
 import Foundation
 import Glibc
+import Synchronization
 
-nonisolated(unsafe) var stopRequested: sig_atomic_t = 0  // set by the signal handlers only
+/// Set by the SIGTERM/SIGINT handlers (a lock-free atomic store is async-signal-safe).
+let stopRequested = Atomic<Bool>(false)
 
 func now() -> Double {
     var time = timespec()
@@ -100,8 +102,15 @@ for port in 0..<portCount {
 }
 descriptor.pointee.activate?(handle)
 
-signal(SIGTERM) { _ in stopRequested = 1 }
-signal(SIGINT) { _ in stopRequested = 1 }
+_ = stopRequested.load(ordering: .relaxed)  // initialized before any handler can run
+signal(SIGTERM) { _ in stopRequested.store(true, ordering: .relaxed) }
+signal(SIGINT) { _ in stopRequested.store(true, ordering: .relaxed) }
+// A parent that spawned us from a thread with signals blocked (Dispatch workers do) passes its mask on.
+var signals = sigset_t()
+sigemptyset(&signals)
+sigaddset(&signals, SIGTERM)
+sigaddset(&signals, SIGINT)
+pthread_sigmask(SIG_UNBLOCK, &signals, nil)
 
 
 struct AudioResult { var blocks = 0; var allocations = 0; var nonFinite = 0; var late = 0 }
@@ -144,7 +153,7 @@ final class AudioThread: @unchecked Sendable {
         var deadline = now()
         var result = AudioResult()
         hear_malloc_counter_begin()
-        while stopRequested == 0 && result.blocks < maximumBlocks {
+        while !stopRequested.load(ordering: .relaxed) && result.blocks < maximumBlocks {
             let start = now()
             blockTimes[result.blocks] = start
             for i in 0..<block {
@@ -166,7 +175,7 @@ final class AudioThread: @unchecked Sendable {
             deadline += period
             if now() > deadline + period { result.late += 1; deadline = now() }
             var wake = timespec(tv_sec: Int(deadline), tv_nsec: Int((deadline - floor(deadline)) * 1e9))
-            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) == EINTR && stopRequested == 0 {}
+            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) == EINTR && !stopRequested.load(ordering: .relaxed) {}
         }
         result.allocations = hear_malloc_counter_end()
         self.result = result
