@@ -100,10 +100,11 @@ final class ControlServer: @unchecked Sendable {
     }
 
     private func closeAll() {
+        // Unlinked before it stops listening, so no client sees a refusing socket and takes it for stale.
+        try? Syscall.unlink(path)
         Syscall.close(listener)
         Syscall.close(wake.read)
         Syscall.close(wake.write)
-        try? Syscall.unlink(path)
     }
 
     // MARK: the server thread
@@ -248,8 +249,10 @@ final class ControlServer: @unchecked Sendable {
         case .get(let chain, let parameters):
             let wanted = parameters.isEmpty ? Parameter.allCases : parameters
             return registry.state.withLock { state -> [ReplyLine] in
-                let targets = Self.targets(state.entries, chain: chain)
+                var targets = Self.targets(state.entries, chain: chain)
                 guard !targets.isEmpty else { return [.error(noInstance(chain))] }
+                // Instances that have not run yet do not know their chain; report them only if nothing else runs.
+                if targets.contains(where: { state.entries[$0].chain >= 0 }) { targets.removeAll { state.entries[$0].chain < 0 } }
                 var seen: [Int] = []
                 var lines: [ReplyLine] = []
                 for index in targets.sorted(by: { state.entries[$0].chain < state.entries[$1].chain }) {

@@ -74,23 +74,29 @@ enum Syscall {
         return address
     }
 
-    /// A non-blocking listening socket at `path` (which must not exist), mode 0600.
+    /// A non-blocking listening socket at `path`, mode 0600. It is bound under a temporary name and
+    /// renamed into place once it listens: a client never finds the path refusing connections, which
+    /// would mark it stale.
     static func listen(at path: String, backlog: Int32) throws(SystemError) -> Int32 {
-        guard var address = address(path) else { throw SystemError(call: "socket path \(path)", code: ENAMETOOLONG) }
+        let temporary = path + ".new"
+        guard var address = address(temporary) else { throw SystemError(call: "socket path \(temporary)", code: ENAMETOOLONG) }
+        try unlink(temporary)
         let fd = try retrying("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0) }
         do throws(SystemError) {
             // The directory is 0700 already; 0600 on the socket closes the window for other users anyway.
             _ = try retrying("fchmod") { fchmod(fd, 0o600) }
-            _ = try retrying("bind \(path)") {
+            _ = try retrying("bind \(temporary)") {
                 withUnsafePointer(to: &address) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
                 }
             }
-            _ = try retrying("chmod \(path)") { chmod(path, 0o600) }
+            _ = try retrying("chmod \(temporary)") { chmod(temporary, 0o600) }
             _ = try retrying("listen") { Glibc.listen(fd, backlog) }
+            _ = try retrying("rename \(temporary)") { rename(temporary, path) }
             return fd
         } catch {
             close(fd)
+            try? unlink(temporary)
             throw error
         }
     }

@@ -121,12 +121,18 @@ extension Sandbox {
     /// Waits until `hearctl status` lists an instance of `chain` that has run (up to 10 s).
     func waitForInstance(chain: Int, count: Int = 1) throws {
         let deadline = monotonicNow() + 10
+        var last = ""
         while monotonicNow() < deadline {
-            if let object = try? hearctlJSON("status"), let instances = object["instances"] as? [[String: Any]],
+            let result = try run(Built.hearctl, ["status", "--json"], environment: environment)
+            if result.status == 0, let object = try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+               let instances = object["instances"] as? [[String: Any]],
                instances.filter({ $0["chain"] as? Int == chain }).count >= count { return }
+            last = "status \(result.status): \(result.stderr)\(result.stdout)"
             usleep(50_000)
         }
-        throw HostError.load("no instance of chain \(chain) appeared in 10 s")
+        let logs = ((try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []).filter { $0.hasSuffix(".log") }
+            .map { (try? String(contentsOfFile: base + "/" + $0, encoding: .utf8)) ?? "" }
+        throw HostError.load("no instance of chain \(chain) appeared in 10 s; hearctl said: \(last); host logs: \(logs)")
     }
 }
 
@@ -171,6 +177,8 @@ final class HostProcess {
         process.environment = sandbox.environment
         process.standardOutput = output
         process.standardInput = FileHandle.nullDevice
+        FileManager.default.createFile(atPath: recordingPath + ".log", contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: recordingPath + ".log")
         try process.run()
     }
 
