@@ -22,7 +22,10 @@
 // Requests (tokens separated by spaces; the chain selector `chain=N` is optional and, when
 // absent, means every instance in the process)
 //   ping                                   -> ok
-//   status                                 -> `instance` lines (InstanceStatus), `notice` lines
+//   status                                 -> `instance` lines (InstanceStatus: id chain name label rate
+//                                             channels latency uptime state bypass in.peak in.rms
+//                                             out.peak out.rms comp.gr limit.gr ns.floor ns.speech),
+//                                             then `notice` lines (problems the server wants seen)
 //   get   [chain=N] [KEY ...]              -> `value chain=N key=KEY value=V` per chain and key
 //                                             (every parameter when no key is given)
 //   set   [chain=N] KEY VALUE [KEY VALUE ...] -> ok instances=<count changed>

@@ -143,10 +143,13 @@ public struct InstanceStatus: Equatable, Sendable {
     /// nil until the noise suppressor (issue #3) reports them.
     public var noiseFloor: Float?
     public var speechProbability: Float?
+    /// False while the host does not run the instance (a suspended node); its meters are then silent.
+    public var running: Bool
 
     public init(id: Int, chain: Int, label: String, sampleRate: Int, channels: Int, latency: Int, uptime: Double,
                 bypassed: Bool, inputPeak: Float, inputRMS: Float, outputPeak: Float, outputRMS: Float,
-                compressorReduction: Float, limiterReduction: Float, noiseFloor: Float?, speechProbability: Float?) {
+                compressorReduction: Float, limiterReduction: Float, noiseFloor: Float?, speechProbability: Float?,
+                running: Bool = true) {
         self.id = id
         self.chain = chain
         self.label = label
@@ -163,6 +166,7 @@ public struct InstanceStatus: Equatable, Sendable {
         self.limiterReduction = limiterReduction
         self.noiseFloor = noiseFloor
         self.speechProbability = speechProbability
+        self.running = running
     }
 
     public var chainName: String { ChainName.name(chain) }
@@ -173,7 +177,8 @@ public struct InstanceStatus: Equatable, Sendable {
         return Record(kind: "instance", fields: [
             ("id", String(id)), ("chain", String(chain)), ("name", chainName), ("label", label),
             ("rate", String(sampleRate)), ("channels", String(channels)), ("latency", String(latency)),
-            ("uptime", ParameterValue.format(Float((uptime * 10).rounded() / 10))), ("bypass", bypassed ? "on" : "off"),
+            ("uptime", ParameterValue.format(Float((uptime * 10).rounded() / 10))), ("state", running ? "running" : "idle"),
+            ("bypass", bypassed ? "on" : "off"),
             ("in.peak", level(inputPeak)), ("in.rms", level(inputRMS)), ("out.peak", level(outputPeak)), ("out.rms", level(outputRMS)),
             ("comp.gr", level(compressorReduction)), ("limit.gr", level(limiterReduction)),
             ("ns.floor", optional(noiseFloor)), ("ns.speech", optional(speechProbability)),
@@ -189,13 +194,13 @@ public struct InstanceStatus: Equatable, Sendable {
         guard record.kind == "instance", let id = record["id"].flatMap({ Int($0) }), let chain = record["chain"].flatMap({ Int($0) }),
               let label = record["label"], let rate = record["rate"].flatMap({ Int($0) }),
               let channels = record["channels"].flatMap({ Int($0) }), let latency = record["latency"].flatMap({ Int($0) }),
-              let uptime = record["uptime"].flatMap({ Double($0) }), let bypass = record["bypass"],
+              let uptime = record["uptime"].flatMap({ Double($0) }), let bypass = record["bypass"], let state = record["state"],
               let inputPeak = level("in.peak"), let inputRMS = level("in.rms"), let outputPeak = level("out.peak"),
               let outputRMS = level("out.rms"), let compressor = level("comp.gr"), let limiter = level("limit.gr")
         else { return nil }
         self.init(id: id, chain: chain, label: label, sampleRate: rate, channels: channels, latency: latency, uptime: uptime,
                   bypassed: bypass == "on", inputPeak: inputPeak, inputRMS: inputRMS, outputPeak: outputPeak, outputRMS: outputRMS,
                   compressorReduction: compressor, limiterReduction: limiter, noiseFloor: level("ns.floor"),
-                  speechProbability: level("ns.speech"))
+                  speechProbability: level("ns.speech"), running: state == "running")
     }
 }

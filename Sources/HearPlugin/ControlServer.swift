@@ -85,7 +85,9 @@ final class ControlServer: @unchecked Sendable {
         guard info.st_uid == getuid() else { throw SystemError(call: "\(directory) belongs to uid \(info.st_uid)", code: EPERM) }
         if info.st_mode & 0o077 != 0 { _ = try Syscall.retrying("chmod \(directory)") { chmod(directory, 0o700) } }
         for name in (try? Syscall.list(directory)) ?? [] {
-            guard let owner = SocketPath.pid(socketName: name), owner != getpid(), !Syscall.processExists(owner) else { continue }
+            // Sockets, and sockets still being set up (`.new`), of processes that are gone.
+            let socketName = name.hasSuffix(".sock.new") ? String(name.dropLast(4)) : name
+            guard let owner = SocketPath.pid(socketName: socketName), owner != getpid(), !Syscall.processExists(owner) else { continue }
             try? Syscall.unlink(directory + "/" + name)
         }
     }
@@ -305,14 +307,15 @@ final class ControlServer: @unchecked Sendable {
     }
 
     private func status(_ entry: RegistryEntry, now: Double) -> InstanceStatus {
-        let meters = entry.meters
+        let running = entry.running(now: now)
+        let meters = running ? entry.meters : MeterWindow()
         return InstanceStatus(
             id: entry.id, chain: entry.chain, label: entry.label, sampleRate: entry.sampleRate, channels: entry.channels,
             latency: entry.latency, uptime: now - entry.created,
             bypassed: entry.control.pointee.current(Parameter.bypass.rawValue) >= 0.5,
             inputPeak: meters.inputPeak, inputRMS: meters.inputRMS, outputPeak: meters.outputPeak, outputRMS: meters.outputRMS,
             compressorReduction: meters.compressorReduction, limiterReduction: meters.limiterReduction,
-            noiseFloor: meters.noiseFloor, speechProbability: meters.speechProbability)
+            noiseFloor: meters.noiseFloor, speechProbability: meters.speechProbability, running: running)
     }
 
     // MARK: housekeeping
@@ -331,14 +334,19 @@ final class ControlServer: @unchecked Sendable {
                     }
                     state.entries[index].restoredChain = chain
                 }
-                if sampleMeters { Self.sampleMeters(&state.entries[index]) }
+                if sampleMeters { Self.sampleMeters(&state.entries[index], now: now) }
             }
         }
         store.flush(now: now)
     }
 
-    private static func sampleMeters(_ entry: inout RegistryEntry) {
+    private static func sampleMeters(_ entry: inout RegistryEntry, now: Double) {
         let block = entry.control
+        let frames = block.pointee.frames.load(ordering: .relaxed)
+        if frames != entry.lastFrames {
+            entry.lastFrames = frames
+            entry.lastProgress = now
+        }
         let request = block.pointee.meterRequest.load(ordering: .relaxed)
         guard block.pointee.meterAnswer.load(ordering: .acquiring) == request else { return }  // audio not running
         if request > 0 {

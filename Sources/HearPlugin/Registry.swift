@@ -32,6 +32,11 @@ struct RegistryEntry: @unchecked Sendable {
     /// The chain whose saved settings this instance was given, once its chain number is known.
     var restoredChain: Int?
     var meters = MeterWindow()
+    /// The frame count last seen and when it last moved, to tell a running instance from a suspended one.
+    var lastFrames: UInt64 = 0
+    var lastProgress = -Double.infinity
+
+    func running(now: Double) -> Bool { now - lastProgress < 0.5 }
 
     /// -1 until the audio thread has run a block and read the `chain` port.
     var chain: Int { control.pointee.chain.load(ordering: .acquiring) }

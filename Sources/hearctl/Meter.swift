@@ -15,7 +15,8 @@ extension Hearctl {
         @OptionGroup var output: JSONOption
 
         mutating func validate() throws {
-            guard interval >= 0.05 && interval <= 10 else { throw ValidationError("--interval must be between 0.05 and 10 seconds") }
+            // The server drops clients silent for 10 s.
+            guard interval >= 0.05 && interval <= 5 else { throw ValidationError("--interval must be between 0.05 and 5 seconds") }
         }
 
         func run() throws {
@@ -59,7 +60,7 @@ extension Hearctl {
             func level(_ label: String, _ peak: Float, _ rms: Float) -> String {
                 "  \(label) \(bar(rms, from: -60, to: 0)) rms \(Output.decibels(rms).leftPad(6)) peak \(Output.decibels(peak).leftPad(6)) dBFS"
             }
-            var lines = [name + (status.bypassed ? "  (bypassed)" : "")]
+            var lines = [name + (status.bypassed ? "  (bypassed)" : "") + (status.running ? "" : "  (idle: the host is not running it)")]
             lines.append(level("in     ", status.inputPeak, status.inputRMS))
             lines.append(level("out    ", status.outputPeak, status.outputRMS))
             lines.append("  comp GR \(bar(status.compressorReduction, from: 0, to: 24)) \(Output.decibels(status.compressorReduction).leftPad(6)) dB")

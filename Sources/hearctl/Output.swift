@@ -33,7 +33,7 @@ enum Output {
             "pid": Int(pid), "id": status.id, "chain": status.chain, "name": status.chainName, "label": status.label,
             "rate": status.sampleRate, "channels": status.channels, "latency": status.latency,
             "latencyMilliseconds": Double(status.latency) * 1000 / Double(max(status.sampleRate, 1)),
-            "uptime": status.uptime, "bypass": status.bypassed,
+            "uptime": status.uptime, "running": status.running, "bypass": status.bypassed,
             "meters": [
                 "input": ["peak": level(status.inputPeak), "rms": level(status.inputRMS)],
                 "output": ["peak": level(status.outputPeak), "rms": level(status.outputRMS)],
@@ -69,13 +69,13 @@ enum Output {
     }
 
     static func statusTable(_ statuses: [(pid: Int32, status: InstanceStatus)]) -> String {
-        var rows = [["CHAIN", "PID:ID", "LABEL", "RATE", "LATENCY", "UPTIME", "BYPASS", "IN PEAK/RMS", "OUT PEAK/RMS", "COMP GR", "LIMIT GR", "NOISE", "SPEECH"]]
+        var rows = [["CHAIN", "PID:ID", "LABEL", "RATE", "LATENCY", "UPTIME", "STATE", "BYPASS", "IN PEAK/RMS", "OUT PEAK/RMS", "COMP GR", "LIMIT GR", "NOISE", "SPEECH"]]
         for (pid, status) in statuses {
             let latency = String(format: "%d (%.1f ms)", status.latency, Double(status.latency) * 1000 / Double(max(status.sampleRate, 1)))
             rows.append([
                 "\(status.chain) (\(status.chainName))", "\(pid):\(status.id)", status.label,
                 "\(status.sampleRate) Hz \(status.channels == 1 ? "mono" : "\(status.channels) ch")", latency,
-                duration(status.uptime), status.bypassed ? "on" : "off",
+                duration(status.uptime), status.running ? "running" : "idle", status.bypassed ? "on" : "off",
                 "\(decibels(status.inputPeak))/\(decibels(status.inputRMS)) dBFS",
                 "\(decibels(status.outputPeak))/\(decibels(status.outputRMS)) dBFS",
                 "\(decibels(status.compressorReduction)) dB", "\(decibels(status.limiterReduction)) dB",

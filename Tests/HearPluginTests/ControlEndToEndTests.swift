@@ -242,6 +242,32 @@ import Testing
         #expect(sandbox.sockets.isEmpty, "sockets left behind: \(sandbox.sockets)")
     }
 
+    /// An instance the host stops running (a suspended node) shows as idle with silent meters, and
+    /// still takes settings, which it applies when it runs again.
+    @Test func aSuspendedInstanceShowsIdleAndStillTakesSettings() throws {
+        let sandbox = try Sandbox()
+        let host = try HostProcess(sandbox, chain: 1)
+        try sandbox.waitForInstance(chain: 1)
+        usleep(300_000)
+        func instance() throws -> [String: Any] {
+            try #require((try sandbox.hearctlJSON("status"))["instances"] as? [[String: Any]]).first ?? [:]
+        }
+        #expect(try instance()["running"] as? Bool == true)
+        kill(host.pid, SIGUSR1)
+        usleep(800_000)
+        let idle = try instance()
+        #expect(idle["running"] as? Bool == false)
+        #expect(((idle["meters"] as? [String: Any])?["output"] as? [String: Any])?["rms"] is NSNull)
+        #expect(try sandbox.hearctl("set", "gain", "-6").status == 0)
+        #expect(try sandbox.value("gain", chain: 1) == -6)  // pending, reported as set
+        kill(host.pid, SIGUSR1)
+        usleep(400_000)
+        #expect(try instance()["running"] as? Bool == true)
+        #expect(try sandbox.value("gain", chain: 1) == -6)
+        let recording = try host.stop()
+        #expect(recording.summary["allocations"] == 0)
+    }
+
     /// A corrupt state file is reported and ignored; the instance starts at its defaults.
     @Test func aCorruptStateFileIsReportedAndIgnored() throws {
         let sandbox = try Sandbox()

@@ -2,6 +2,7 @@
 // instance on a thread that paces blocks against the monotonic clock (as PipeWire's graph does),
 // feeds it a sine, records every output sample with its block's start time, counts heap
 // allocations and non-finite samples on that audio thread, and stops cleanly on SIGTERM or SIGINT.
+// SIGUSR1 pauses and resumes calling run(), as a host does with a suspended node.
 //
 //   hear-testhost --plugin PATH --out FILE [--label hear_mono] [--rate 48000] [--block 256]
 //                 [--chain N] [--frequency 1000] [--amplitude 0.02] [--seconds 60] [--control key=value ...]
@@ -19,6 +20,8 @@ import Synchronization
 
 /// Set by the SIGTERM/SIGINT handlers (a lock-free atomic store is async-signal-safe).
 let stopRequested = Atomic<Bool>(false)
+/// Toggled by SIGUSR1: while set, the host keeps time but does not call run(), like a suspended node.
+let paused = Atomic<Bool>(false)
 
 func now() -> Double {
     var time = timespec()
@@ -103,13 +106,16 @@ for port in 0..<portCount {
 descriptor.pointee.activate?(handle)
 
 _ = stopRequested.load(ordering: .relaxed)  // initialized before any handler can run
+_ = paused.load(ordering: .relaxed)
 signal(SIGTERM) { _ in stopRequested.store(true, ordering: .relaxed) }
 signal(SIGINT) { _ in stopRequested.store(true, ordering: .relaxed) }
+signal(SIGUSR1) { _ in _ = paused.logicalXor(true, ordering: .relaxed) }
 // A parent that spawned us from a thread with signals blocked (Dispatch workers do) passes its mask on.
 var signals = sigset_t()
 sigemptyset(&signals)
 sigaddset(&signals, SIGTERM)
 sigaddset(&signals, SIGINT)
+sigaddset(&signals, SIGUSR1)
 pthread_sigmask(SIG_UNBLOCK, &signals, nil)
 
 
@@ -162,7 +168,7 @@ final class AudioThread: @unchecked Sendable {
                 phase += step
                 if phase > 2 * Double.pi { phase -= 2 * Double.pi }
             }
-            descriptor.pointee.run(handle, UInt(block))
+            if !paused.load(ordering: .relaxed) { descriptor.pointee.run(handle, UInt(block)) }
             let target = recording + result.blocks * block
             for i in 0..<block {
                 let sample = outputs[0][i]
