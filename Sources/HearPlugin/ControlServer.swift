@@ -186,7 +186,10 @@ final class ControlServer: @unchecked Sendable {
 
     private func receive(_ client: inout Client, now: Double) {
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while !client.closing {
+        // At most this many reads per client per round, so a fast talker cannot starve the others.
+        var budget = 16
+        while !client.closing && budget > 0 {
+            budget -= 1
             let count: Int
             do throws(SystemError) {
                 count = try buffer.withUnsafeMutableBytes { raw in Syscall.read(client.fd, into: raw) }.get()
