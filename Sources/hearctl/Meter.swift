@@ -61,12 +61,12 @@ extension Hearctl {
                 "  \(label) \(bar(rms, from: -60, to: 0)) rms \(Output.decibels(rms).leftPad(6)) peak \(Output.decibels(peak).leftPad(6)) dBFS"
             }
             var lines = [name + (status.bypassed ? "  (bypassed)" : "") + (status.running ? "" : "  (idle: the host is not running it)")]
-            lines.append(level("in     ", status.inputPeak, status.inputRMS))
-            lines.append(level("out    ", status.outputPeak, status.outputRMS))
-            lines.append("  comp GR \(bar(status.compressorReduction, from: 0, to: 24)) \(Output.decibels(status.compressorReduction).leftPad(6)) dB")
-            lines.append("  limit GR\(bar(status.limiterReduction, from: 0, to: 24)) \(Output.decibels(status.limiterReduction).leftPad(6)) dB")
-            if let floor = status.noiseFloor { lines.append("  noise  \(bar(floor, from: -90, to: -20)) floor \(Output.decibels(floor)) dBFS") }
-            if let speech = status.speechProbability { lines.append("  speech \(bar(speech * 100, from: 0, to: 100)) \(Int(speech * 100))%") }
+            lines.append(level("in      ", status.inputPeak, status.inputRMS))
+            lines.append(level("out     ", status.outputPeak, status.outputRMS))
+            lines.append("  comp GR  \(bar(status.compressorReduction, from: 0, to: 24)) \(Output.decibels(status.compressorReduction).leftPad(6)) dB")
+            lines.append("  limit GR \(bar(status.limiterReduction, from: 0, to: 24)) \(Output.decibels(status.limiterReduction).leftPad(6)) dB")
+            if let floor = status.noiseFloor { lines.append("  noise    \(bar(floor, from: -90, to: -20)) floor \(Output.decibels(floor)) dBFS") }
+            if let speech = status.speechProbability { lines.append("  speech   \(bar(speech * 100, from: 0, to: 100)) \(Int(speech * 100))%") }
             return lines
         }
     }
