@@ -245,6 +245,31 @@ import Testing
         #expect(sandbox.sockets.isEmpty, "sockets left behind: \(sandbox.sockets)")
     }
 
+    /// Instances that share a chain number (filter-chain's per-channel copies) move together, and
+    /// `get` speaks for the chain once.
+    @Test func instancesOfOneChainMoveTogether() throws {
+        let sandbox = try Sandbox()
+        let host = try HostProcess(sandbox, chain: 2, label: "hear_stereo", instances: 3)
+        try sandbox.waitForInstance(chain: 2, count: 3)
+        usleep(300_000)
+        func outputLevels() throws -> [Double] {
+            let instances = try #require(try sandbox.hearctlJSON("status", "--chain", "speaker")["instances"] as? [[String: Any]])
+            return instances.compactMap { (($0["meters"] as? [String: Any])?["output"] as? [String: Any])?["rms"] as? Double }
+        }
+        let before = try outputLevels()
+        #expect(before.count == 3)
+        let set = try sandbox.hearctl("set", "--chain", "2", "gain", "-6")
+        #expect(set.status == 0, "\(set.stderr)")
+        usleep(400_000)
+        let after = try outputLevels()
+        #expect(after.count == 3)
+        for (old, new) in zip(before, after) { #expect(abs(new - old + 6) <= 0.3, "\(old) -> \(new) dBFS") }
+        let get = try sandbox.hearctlJSON("get", "gain")
+        #expect((get["chains"] as? [[String: Any]])?.count == 1)
+        let recording = try host.stop()
+        #expect(recording.summary["allocations"] == 0 && recording.summary["nonfinite"] == 0)
+    }
+
     /// An instance the host stops running (a suspended node) shows as idle with silent meters, and
     /// still takes settings, which it applies when it runs again.
     @Test func aSuspendedInstanceShowsIdleAndStillTakesSettings() throws {

@@ -162,7 +162,7 @@ final class HostProcess {
     let rate: Int
 
     init(_ sandbox: Sandbox, chain: Int, amplitude: Float = 0.02, block: Int = 256, rate: Int = 48000, label: String = "hear_mono",
-         controls: [String: Float] = [:]) throws {
+         instances: Int = 1, controls: [String: Float] = [:]) throws {
         try Built.require()
         recordingPath = sandbox.base + "/recording-\(UUID().uuidString).bin"
         self.block = block
@@ -172,7 +172,8 @@ final class HostProcess {
         for (key, value) in controls { allControls[key] = value }
         process.executableURL = URL(fileURLWithPath: Built.testHost)
         process.arguments = ["--plugin", PluginPath.built, "--out", recordingPath, "--label", label, "--rate", String(rate),
-                             "--block", String(block), "--chain", String(chain), "--amplitude", String(amplitude), "--seconds", "60"]
+                             "--block", String(block), "--chain", String(chain), "--amplitude", String(amplitude), "--seconds", "60",
+                             "--instances", String(instances)]
             + allControls.sorted { $0.key < $1.key }.flatMap { ["--control", "\($0.key)=\($0.value)"] }
         process.environment = sandbox.environment
         process.standardOutput = output

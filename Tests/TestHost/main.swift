@@ -6,6 +6,7 @@
 //
 //   hear-testhost --plugin PATH --out FILE [--label hear_mono] [--rate 48000] [--block 256]
 //                 [--chain N] [--frequency 1000] [--amplitude 0.02] [--seconds 60] [--control key=value ...]
+//                 [--instances N]   (N instances of one chain, as filter-chain makes per channel; the first is recorded)
 //
 // It prints `ready <pid>` once the first block has run, and on exit one summary line:
 //   done blocks=<n> frames=<n> allocations=<n> nonfinite=<n> late=<n>
@@ -55,6 +56,7 @@ let frequency = Double(options["frequency"] ?? "1000")!
 let amplitude = Float(options["amplitude"] ?? "0.02")!
 let seconds = Double(options["seconds"] ?? "60")!
 let chain = Float(options["chain"] ?? "0")!
+let instanceCount = max(1, Int(options["instances"] ?? "1")!)
 
 guard let library = dlopen(pluginPath, RTLD_NOW | RTLD_LOCAL) else { fail("dlopen \(pluginPath): \(String(cString: dlerror()))") }
 guard let symbol = dlsym(library, "ladspa_descriptor") else { fail("no ladspa_descriptor") }
@@ -105,6 +107,30 @@ for port in 0..<portCount {
 }
 descriptor.pointee.activate?(handle)
 
+// Further instances of the same chain: same controls and input, outputs of their own.
+var extraHandles: [LADSPA_Handle] = []
+var extraOutputs: [UnsafeMutablePointer<Float>] = []
+for _ in 1..<instanceCount {
+    guard let extra = descriptor.pointee.instantiate(descriptor, UInt(rate)) else { fail("instantiate failed") }
+    var nextInput = 0
+    for port in 0..<portCount {
+        let kind = descriptor.pointee.PortDescriptors[port]
+        if kind & LADSPA_PORT_CONTROL != 0 {
+            descriptor.pointee.connect_port(extra, UInt(port), controlValues + port)
+        } else if kind & LADSPA_PORT_INPUT != 0 {
+            descriptor.pointee.connect_port(extra, UInt(port), inputs[nextInput])
+            nextInput += 1
+        } else {
+            let buffer = UnsafeMutablePointer<Float>.allocate(capacity: block)
+            buffer.initialize(repeating: 0, count: block)
+            descriptor.pointee.connect_port(extra, UInt(port), buffer)
+            extraOutputs.append(buffer)
+        }
+    }
+    descriptor.pointee.activate?(extra)
+    extraHandles.append(extra)
+}
+
 _ = stopRequested.load(ordering: .relaxed)  // initialized before any handler can run
 _ = paused.load(ordering: .relaxed)
 signal(SIGTERM) { _ in stopRequested.store(true, ordering: .relaxed) }
@@ -127,6 +153,8 @@ final class AudioThread: @unchecked Sendable {
     let handle: LADSPA_Handle
     let inputs: [UnsafeMutablePointer<Float>]
     let outputs: [UnsafeMutablePointer<Float>]
+    let extraHandles: [LADSPA_Handle]
+    let extraOutputs: [UnsafeMutablePointer<Float>]
     let recording: UnsafeMutablePointer<Float>
     let blockTimes: UnsafeMutablePointer<Double>
     let maximumBlocks: Int
@@ -138,7 +166,10 @@ final class AudioThread: @unchecked Sendable {
     var result = AudioResult()
 
     init(descriptor: UnsafePointer<LADSPA_Descriptor>, handle: LADSPA_Handle, inputs: [UnsafeMutablePointer<Float>],
-         outputs: [UnsafeMutablePointer<Float>], seconds: Double, block: Int, rate: Int, frequency: Double, amplitude: Float) {
+         outputs: [UnsafeMutablePointer<Float>], extraHandles: [LADSPA_Handle], extraOutputs: [UnsafeMutablePointer<Float>],
+         seconds: Double, block: Int, rate: Int, frequency: Double, amplitude: Float) {
+        self.extraHandles = extraHandles
+        self.extraOutputs = extraOutputs
         self.descriptor = descriptor
         self.handle = handle
         self.inputs = inputs
@@ -168,7 +199,10 @@ final class AudioThread: @unchecked Sendable {
                 phase += step
                 if phase > 2 * Double.pi { phase -= 2 * Double.pi }
             }
-            if !paused.load(ordering: .relaxed) { descriptor.pointee.run(handle, UInt(block)) }
+            if !paused.load(ordering: .relaxed) {
+                descriptor.pointee.run(handle, UInt(block))
+                for extra in extraHandles { descriptor.pointee.run(extra, UInt(block)) }
+            }
             let target = recording + result.blocks * block
             for i in 0..<block {
                 let sample = outputs[0][i]
@@ -176,6 +210,7 @@ final class AudioThread: @unchecked Sendable {
                 target[i] = sample
             }
             for output in outputs.dropFirst() { for i in 0..<block where !output[i].isFinite { result.nonFinite += 1 } }
+            for output in extraOutputs { for i in 0..<block where !output[i].isFinite { result.nonFinite += 1 } }
             if result.blocks == 0 { _ = readyLine.withUnsafeBytes { write(1, $0.baseAddress, $0.count) } }
             result.blocks += 1
             deadline += period
@@ -195,7 +230,8 @@ let probeCount = hear_malloc_counter_end()
 probe.deallocate()
 if probeCount < 1 { fail("the malloc counter is not active") }
 
-let audio = AudioThread(descriptor: descriptor, handle: handle, inputs: inputs, outputs: outputs, seconds: seconds, block: block,
+let audio = AudioThread(descriptor: descriptor, handle: handle, inputs: inputs, outputs: outputs, extraHandles: extraHandles,
+                        extraOutputs: extraOutputs, seconds: seconds, block: block,
                         rate: rate, frequency: frequency, amplitude: amplitude)
 var thread = pthread_t()
 let context = Unmanaged.passRetained(audio).toOpaque()
@@ -205,6 +241,10 @@ pthread_create(&thread, nil, { context in
 }, context)
 pthread_join(thread, nil)
 
+for extra in extraHandles {
+    descriptor.pointee.deactivate?(extra)
+    descriptor.pointee.cleanup(extra)
+}
 descriptor.pointee.deactivate?(handle)
 descriptor.pointee.cleanup(handle)
 
