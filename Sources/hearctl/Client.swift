@@ -131,6 +131,11 @@ enum Discovery {
     /// Connections to every live server, oldest process first. Stale sockets are removed.
     static func connect() throws -> [Connection] {
         let directory = self.directory
+        // A directory someone else made (say /tmp/hear-<uid> planted by another user) is not trusted.
+        var info = stat()
+        if lstat(directory, &info) == 0 && (info.st_uid != getuid() || info.st_mode & S_IFMT != S_IFDIR) {
+            throw CLIError("\(directory) is not a directory of yours (owner uid \(info.st_uid)); refusing to use it")
+        }
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         var connections: [Connection] = []
         var problems: [String] = []

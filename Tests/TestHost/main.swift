@@ -10,6 +10,7 @@
 //
 // It prints `ready <pid>` once the first block has run, and on exit one summary line:
 //   done blocks=<n> frames=<n> allocations=<n> nonfinite=<n> late=<n>
+//   hear-testhost --connect SOCKET [--send LINE]   (a bare protocol client: prints what the server says)
 // The recording (FILE) is little-endian: frames as Float32 (first output channel), then one
 // Float64 start time (CLOCK_MONOTONIC seconds) per block.
 
@@ -48,6 +49,31 @@ while let flag = arguments.popFirst() {
         options[String(flag.dropFirst(2))] = value
     }
 }
+// Client mode, for the test that runs a client as another user: send one line, print the replies.
+if let socketPath = options["connect"] {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, byte) in socketPath.utf8.enumerated() { raw[i] = byte } }
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    guard connected == 0 else { fail("connect \(socketPath): \(String(cString: strerror(errno)))") }
+    var time = timeval(tv_sec: 5, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+    let line = Array(((options["send"] ?? "ping") + "\n").utf8)
+    _ = line.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    var received: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count <= 0 { break }
+        received += chunk[0..<count]
+    }
+    print(String(decoding: received, as: UTF8.self), terminator: "")
+    exit(0)
+}
+
 guard let pluginPath = options["plugin"], let outPath = options["out"] else { fail("--plugin and --out are required") }
 let label = options["label"] ?? "hear_mono"
 let rate = Int(options["rate"] ?? "48000")!
