@@ -3,8 +3,9 @@ SWIFT ?= swift
 BUILD := .build/release
 PLUGIN := $(BUILD)/libhear.so
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# Debian packages the tests and the benchmark use.
-DEB_TEST := ladspa-sdk
+# Debian packages the tests and the benchmark use (pipewire, wireplumber, dbus-daemon: the control
+# test inside a private PipeWire session, Tests/HearPluginTests/ControlPipeWireTests.swift).
+DEB_TEST := ladspa-sdk pipewire wireplumber dbus-daemon
 DEB_BENCH := swh-plugins lsp-plugins-ladspa
 
 .PHONY: all build test bench deps help clean

@@ -11,23 +11,38 @@ let package = Package(
     products: [
         // libhear.so: the LADSPA plugin PipeWire's filter-chain and PulseAudio load.
         .library(name: "hear", type: .dynamic, targets: ["HearPlugin"]),
+        // hearctl: tunes running filters over their control sockets.
+        .executable(name: "hearctl", targets: ["hearctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .systemLibrary(name: "CLADSPA", path: "modules/CLADSPA"),
+        .systemLibrary(name: "CHearSys", path: "modules/CHearSys"),
         .target(name: "HearDSP", swiftSettings: realTimeFlags),
         .target(
-            name: "HearPlugin", dependencies: ["HearDSP", "CLADSPA"], swiftSettings: realTimeFlags,
+            name: "HearPlugin", dependencies: ["HearDSP", "HearControl", "CLADSPA", "CHearSys"], swiftSettings: realTimeFlags,
             // Self-contained for the PipeWire daemon: the Swift runtime linked in and hidden.
             linkerSettings: [.unsafeFlags([
                 "-static-stdlib", "-Xlinker", "--exclude-libs=ALL",
                 "-Xlinker", "--version-script=modules/hear.exports", "-Xlinker", "--strip-all",
             ])]
         ),
+        // The control protocol, shared by the plugin's server and hearctl (no Foundation: the plugin links it).
+        .target(name: "HearControl", dependencies: ["HearDSP"]),
+        .executableTarget(
+            name: "hearctl",
+            dependencies: ["HearControl", "HearDSP", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         // Test helpers: signals and measurements, and a heap-allocation counter.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .target(name: "CMallocCounter", path: "Tests/CMallocCounter"),
+        // A real-time LADSPA host process for the control tests (Tests/HearPluginTests/Control*.swift).
+        .executableTarget(name: "hear-testhost", dependencies: ["CLADSPA", "CMallocCounter"], path: "Tests/TestHost"),
         .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "TestSupport"]),
-        .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "CLADSPA", "CMallocCounter", "TestSupport"]),
+        .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "CLADSPA", "CMallocCounter", "TestSupport"]),
+        .testTarget(name: "HearControlTests", dependencies: ["HearControl", "HearDSP"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,7 +1,11 @@
 // One plugin instance: the ports the host connected, the clamped parameter values, and the chain.
 // Lives in memory allocated at instantiate and freed at cleanup; run() touches nothing else.
+// Parameters arrive from two writers, the host's control ports and the control server (through
+// the ControlBlock); per parameter the last writer wins (see HearControl/Protocol.swift).
 
+import HearControl
 import HearDSP
+import Synchronization
 
 struct Instance: ~Copyable {
     let layout: PortLayout
@@ -12,6 +16,13 @@ struct Instance: ~Copyable {
     /// Control-port values as last read, bit for bit, to notice when the host moves one.
     var lastPortValues: ParameterValues
     var chain: Chain
+    /// Shared with the control server; owned by this instance.
+    let control: UnsafeMutablePointer<ControlBlock>
+    /// The control server's generation and per-parameter stamps as last taken.
+    var takenGeneration: UInt64 = 0
+    var takenStamps: InlineArray<48, UInt64> = InlineArray(repeating: 0)
+    var lastMeterRequest: UInt64 = 0
+    var chainNumber = -1
 
     init(sampleRate: Double, channels: Int) {
         layout = PortLayout(channels: channels)
@@ -21,19 +32,37 @@ struct Instance: ~Copyable {
         bounds = ParameterBounds()
         lastPortValues = bounds.defaults
         chain = Chain(sampleRate: sampleRate, channels: channels, values: bounds.defaults)
+        control = .allocate(capacity: 1)
+        control.initialize(to: ControlBlock(values: bounds.defaults))
     }
 
-    deinit { ports.deallocate() }
+    deinit {
+        ports.deallocate()
+        control.deinitialize(count: 1)
+        control.deallocate()
+    }
 
     @_noLocks mutating func activate() {
         chain.reset()
-        readControls()
+        takeParameters()
         writeLatency()
     }
 
-    /// Applies the control ports the host changed since the last block.
-    @_noLocks mutating func readControls() {
+    /// Merges control-port moves and control-server writes since the last block into the chain.
+    @_noLocks mutating func takeParameters() {
         var next = chain.values
+        let fromPorts = readControls(into: &next)
+        let fromServer = readControlBlock(into: &next)
+        readChainPort()
+        guard fromPorts || fromServer else { return }
+        if !(next == chain.values) { chain.apply(next) }
+        let values = chain.values
+        for index in 0..<Parameter.count { control.pointee.applied[index].store(values[index].bitPattern, ordering: .relaxed) }
+        control.pointee.appliedGeneration.store(takenGeneration, ordering: .releasing)
+    }
+
+    /// Control ports the host changed since the last block.
+    @_noLocks mutating func readControls(into next: inout ParameterValues) -> Bool {
         var changed = false
         for index in 0..<Parameter.count {
             guard let port = ports[layout.firstControl + index] else { continue }
@@ -43,7 +72,33 @@ struct Instance: ~Copyable {
             next[index] = bounds.clamp(raw, index: index)
             changed = true
         }
-        if changed && !(next == chain.values) { chain.apply(next) }
+        return changed
+    }
+
+    /// Values the control server published since the last block (already validated; clamped anyway).
+    @_noLocks mutating func readControlBlock(into next: inout ParameterValues) -> Bool {
+        let generation = control.pointee.generation.load(ordering: .acquiring)
+        if generation == takenGeneration { return false }
+        for index in 0..<Parameter.count {
+            let stamp = control.pointee.stamps[index].load(ordering: .acquiring)
+            if stamp <= takenStamps[index] { continue }
+            takenStamps[index] = stamp
+            let value = Float(bitPattern: control.pointee.requested[index].load(ordering: .relaxed))
+            next[index] = bounds.clamp(value, index: index)
+        }
+        takenGeneration = generation
+        return true
+    }
+
+    @_noLocks mutating func readChainPort() {
+        guard let port = ports[layout.chain] else {
+            if chainNumber < 0 { chainNumber = 0; control.pointee.chain.store(0, ordering: .releasing) }
+            return
+        }
+        let number = ChainName.number(port: port.pointee)
+        if number == chainNumber { return }
+        chainNumber = number
+        control.pointee.chain.store(number, ordering: .releasing)
     }
 
     @_noLocks func writeLatency() {
@@ -51,7 +106,7 @@ struct Instance: ~Copyable {
     }
 
     @_noLocks mutating func run(frames: Int) {
-        readControls()
+        takeParameters()
         writeLatency()
         let inputs = layout.audioInputs, outputs = layout.audioOutputs
         guard let inLeft = ports[inputs.lowerBound], let outLeft = ports[outputs.lowerBound] else { return }
@@ -60,5 +115,25 @@ struct Instance: ~Copyable {
         let outRight = stereo ? ports[outputs.lowerBound + 1] : nil
         if stereo && (inRight == nil || outRight == nil) { return }
         chain.process(inLeft: inLeft, inRight: inRight, outLeft: outLeft, outRight: outRight, frames: frames)
+        control.pointee.frames.wrappingAdd(UInt64(frames), ordering: .relaxed)
+        publishMeters()
+    }
+
+    /// Answers a pending meter request with the levels accumulated since the last answer.
+    @_noLocks mutating func publishMeters() {
+        let request = control.pointee.meterRequest.load(ordering: .acquiring)
+        if request == lastMeterRequest { return }
+        lastMeterRequest = request
+        let meters = chain.meters
+        let block = control
+        block.pointee.inputPeak.store(meters.inputPeak.bitPattern, ordering: .relaxed)
+        block.pointee.inputSquares.store(meters.inputSquares.bitPattern, ordering: .relaxed)
+        block.pointee.outputPeak.store(meters.outputPeak.bitPattern, ordering: .relaxed)
+        block.pointee.outputSquares.store(meters.outputSquares.bitPattern, ordering: .relaxed)
+        block.pointee.meterFrames.store(UInt64(truncatingIfNeeded: meters.frames * chain.channels), ordering: .relaxed)
+        block.pointee.compressorReduction.store(meters.compressorReductionDB.bitPattern, ordering: .relaxed)
+        block.pointee.limiterReduction.store(meters.limiterReductionDB.bitPattern, ordering: .relaxed)
+        block.pointee.meterAnswer.store(request, ordering: .releasing)
+        chain.meters = Meters()
     }
 }

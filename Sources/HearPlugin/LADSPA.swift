@@ -71,6 +71,8 @@ func hearInstantiate(_ descriptor: UnsafePointer<LADSPA_Descriptor>?, _ rate: UI
     guard channels == 1 || channels == 2 else { return nil }
     let instance = UnsafeMutablePointer<Instance>.allocate(capacity: 1)
     instance.initialize(to: Instance(sampleRate: Double(rate), channels: channels))
+    Registry.shared.add(control: instance.pointee.control, label: channels == 1 ? Label.mono.label : Label.stereo.label,
+                        sampleRate: Int(rate), channels: channels, latency: instance.pointee.chain.latency)
     return LADSPA_Handle(instance)
 }
 
@@ -97,6 +99,8 @@ func hearInstantiate(_ descriptor: UnsafePointer<LADSPA_Descriptor>?, _ rate: UI
 func hearCleanup(_ handle: LADSPA_Handle?) {
     guard let handle else { return }
     let instance = handle.assumingMemoryBound(to: Instance.self)
+    // The control server lets go of the instance before its memory goes.
+    Registry.shared.remove(control: instance.pointee.control)
     instance.deinitialize(count: 1)
     instance.deallocate()
 }

@@ -1,9 +1,11 @@
 // The port layout both labels share, derived from the parameter schema:
 //   audio inputs, audio outputs, one control input per schema parameter (named by its key),
+//   the `chain` control input (an integer that groups instances for hearctl; not a DSP parameter),
 //   then the `latency` control output (samples), which LADSPA hosts such as Ardour read.
 
 import CLADSPA
 import Glibc
+import HearControl
 import HearDSP
 
 struct PortLayout {
@@ -12,7 +14,9 @@ struct PortLayout {
     var audioInputs: Range<Int> { 0..<channels }
     var audioOutputs: Range<Int> { channels..<(2 * channels) }
     var firstControl: Int { 2 * channels }
-    var latency: Int { firstControl + Parameter.count }
+    /// Which chain the instance belongs to (HearControl.ChainName): 0 default, 1 mic, 2 speaker, ...
+    var chain: Int { firstControl + Parameter.count }
+    var latency: Int { chain + 1 }
     var count: Int { latency + 1 }
 
     func control(_ parameter: Parameter) -> Int { firstControl + parameter.rawValue }
@@ -22,6 +26,7 @@ struct PortLayout {
         if audioInputs.contains(port) { return "In" + sides[port] }
         if audioOutputs.contains(port) { return "Out" + sides[port - channels] }
         if port == latency { return "latency" }
+        if port == chain { return "chain" }
         return Parameter(rawValue: port - firstControl)?.key ?? "?"
     }
 
@@ -36,6 +41,11 @@ struct PortLayout {
         if port == latency {
             return LADSPA_PortRangeHint(HintDescriptor: LADSPA_HINT_BOUNDED_BELOW | LADSPA_HINT_INTEGER, LowerBound: 0,
                                         UpperBound: 0)
+        }
+        if port == chain {
+            return LADSPA_PortRangeHint(HintDescriptor: LADSPA_HINT_BOUNDED_BELOW | LADSPA_HINT_BOUNDED_ABOVE | LADSPA_HINT_INTEGER
+                                            | LADSPA_HINT_DEFAULT_0,
+                                        LowerBound: 0, UpperBound: Float(ChainName.maximum))
         }
         guard let parameter = Parameter(rawValue: port - firstControl), port >= firstControl else {
             return LADSPA_PortRangeHint(HintDescriptor: 0, LowerBound: 0, UpperBound: 0)

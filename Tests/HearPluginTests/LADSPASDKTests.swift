@@ -39,7 +39,8 @@ import TestSupport
         var controls = ParameterValues()
         for parameter in [Parameter.nsEnable, .eqEnable, .compEnable, .limitEnable] { controls[parameter] = 0 }
         controls[.gain] = 6
-        let arguments = Parameter.allCases.map { String(controls[$0]) }
+        // ...then the `chain` port (after the schema controls): 0.
+        let arguments = Parameter.allCases.map { String(controls[$0]) } + ["0"]
         let (status, log) = try Self.run("applyplugin", [input.path, output.path, PluginPath.built, "hear_mono"] + arguments)
         #expect(status == 0, "\(log)")
         let processed = try WAV.read(output)

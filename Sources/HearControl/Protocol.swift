@@ -1,0 +1,91 @@
+// The hear control protocol, version 1 ("hear/1"). This comment is its one description; the
+// server (HearPlugin/ControlServer.swift) and the CLI (hearctl) both speak it through the types
+// in this folder.
+//
+// Transport
+//   A Unix stream socket per process that hosts the plugin: `<dir>/hear-<pid>.sock`, where <dir>
+//   follows SocketPath.directory (HEAR_RUNTIME_DIR, else $XDG_RUNTIME_DIR/hear, else
+//   /tmp/hear-<uid>). The directory is 0700 and the socket 0600; the server also refuses any peer
+//   whose uid (SO_PEERCRED) is not its own. Clients glob the directory and talk to every socket;
+//   a socket whose pid is dead is stale and is removed, never trusted.
+//
+// Framing
+//   UTF-8 text, one request per line ending in "\n", at most `Protocol.maximumLine` bytes
+//   including the newline. On connect the server sends one greeting line:
+//       hear/1 pid=<pid>
+//   Each request is answered, in order, by zero or more data lines and exactly one final line:
+//       ok [name=value ...]
+//       error <code> <message>
+//   Data lines are `<kind> name=value ...` (values never contain spaces) or `notice <text>`.
+//   Numbers are decimal; "-inf" is a silent meter; "-" is a meter this build does not have.
+//
+// Requests (tokens separated by spaces; the chain selector `chain=N` is optional and, when
+// absent, means every instance in the process)
+//   ping                                   -> ok
+//   status                                 -> `instance` lines (InstanceStatus: id chain name label rate
+//                                             channels latency uptime state bypass in.peak in.rms
+//                                             out.peak out.rms comp.gr limit.gr ns.floor ns.speech),
+//                                             then `notice` lines (problems the server wants seen)
+//   get   [chain=N] [KEY ...]              -> `value chain=N key=KEY value=V` per chain and key
+//                                             (every parameter when no key is given)
+//   set   [chain=N] KEY VALUE [KEY VALUE ...] -> ok instances=<count changed>
+//   reset [chain=N] [KEY ...]              -> ok instances=<count>; back to the schema defaults
+//   KEY is a schema key (HearDSP/Parameters.swift). VALUE is a number, optionally followed by the
+//   parameter's unit ("6", "6dB", "3:1"), or on/off/true/false/yes/no for switches. A request is
+//   checked whole before anything changes: one bad key or value and nothing is set.
+//
+// Errors (codes)
+//   bad-request        not UTF-8, a NUL or control byte, a malformed selector, a missing value
+//   too-long           the line exceeded Protocol.maximumLine; the connection is then closed
+//   unknown-verb       the first token is not a request above
+//   unknown-parameter  no such key (the message names the closest keys)
+//   bad-value          not a finite number in the parameter's unit
+//   out-of-range       outside the schema range (the message states it)
+//   no-instance        no instance of the selected chain runs in this process
+//   busy               the server already serves its maximum number of clients
+//   denied             the peer runs as another user
+//
+// Who wins: the host's control ports and socket writes are last-writer-wins, per parameter. The
+//   audio thread notices a control port whose value changed since the last block, and a socket
+//   write newer than the last it took; the later of the two holds until the other side writes
+//   again. (If both change the same parameter within one block, the socket write is taken.)
+//   Socket writes are saved per chain and restored when an instance of that chain starts, so a
+//   saved setting overrides the config's control value until `hearctl reset`.
+//
+// Chains: an instance's `chain` control port (an integer, default 0) names the chain it belongs
+//   to; instances with the same chain number (filter-chain's per-channel copies) move together.
+//   Numbers have names (ChainName): 0 default, 1 mic, 2 speaker, N chainN.
+
+public enum Protocol {
+    public static let name = "hear"
+    public static let version = 1
+    /// The greeting's first token.
+    public static var tag: String { "\(name)/\(version)" }
+    /// Longest request line, newline included.
+    public static let maximumLine = 4096
+}
+
+/// What went wrong with a request, as sent in an `error` line.
+public enum ErrorCode: String, Sendable, CaseIterable {
+    case badRequest = "bad-request"
+    case tooLong = "too-long"
+    case unknownVerb = "unknown-verb"
+    case unknownParameter = "unknown-parameter"
+    case badValue = "bad-value"
+    case outOfRange = "out-of-range"
+    case noInstance = "no-instance"
+    case busy
+    case denied
+}
+
+public struct ProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let code: ErrorCode
+    public let message: String
+
+    public init(_ code: ErrorCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

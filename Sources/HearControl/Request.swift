@@ -1,0 +1,114 @@
+// Requests: parsed from and encoded to one protocol line (see Protocol.swift).
+
+import HearDSP
+
+public struct Assignment: Equatable, Sendable {
+    public let parameter: Parameter
+    public let value: Float
+
+    public init(_ parameter: Parameter, _ value: Float) {
+        self.parameter = parameter
+        self.value = value
+    }
+}
+
+public enum Request: Equatable, Sendable {
+    case ping
+    case status
+    /// Every parameter when `parameters` is empty.
+    case get(chain: Int?, parameters: [Parameter])
+    case set(chain: Int?, assignments: [Assignment])
+    /// Every parameter when `parameters` is empty.
+    case reset(chain: Int?, parameters: [Parameter])
+
+    /// The request on one line, without the newline.
+    public var line: String {
+        switch self {
+        case .ping: return "ping"
+        case .status: return "status"
+        case .get(let chain, let parameters):
+            return (["get"] + Self.selector(chain) + parameters.map(\.key)).joined(separator: " ")
+        case .set(let chain, let assignments):
+            let pairs = assignments.flatMap { [$0.parameter.key, ParameterValue.format($0.value)] }
+            return (["set"] + Self.selector(chain) + pairs).joined(separator: " ")
+        case .reset(let chain, let parameters):
+            return (["reset"] + Self.selector(chain) + parameters.map(\.key)).joined(separator: " ")
+        }
+    }
+
+    static func selector(_ chain: Int?) -> [String] { chain.map { ["chain=\($0)"] } ?? [] }
+
+    /// Parses one request line (without its newline); any flaw is an error, never a partial request.
+    public static func parse(_ bytes: some Collection<UInt8>) -> Result<Request, ProtocolError> {
+        guard bytes.count < Protocol.maximumLine else {
+            return .failure(ProtocolError(.tooLong, "request longer than \(Protocol.maximumLine - 1) bytes"))
+        }
+        for byte in bytes where byte < 0x20 && byte != 0x09 && byte != 0x0D {
+            return .failure(ProtocolError(.badRequest, byte == 0 ? "request contains a NUL byte" : "request contains control byte \(byte)"))
+        }
+        if bytes.contains(0x7F) { return .failure(ProtocolError(.badRequest, "request contains control byte 127")) }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            return .failure(ProtocolError(.badRequest, "request is not UTF-8 text"))
+        }
+        let tokens = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
+        guard let verb = tokens.first else { return .failure(ProtocolError(.badRequest, "empty request")) }
+        var rest = Array(tokens.dropFirst())
+        switch verb {
+        case "ping", "status":
+            guard rest.isEmpty else { return .failure(ProtocolError(.badRequest, "\(verb) takes no arguments")) }
+            return .success(verb == "ping" ? .ping : .status)
+        case "get", "reset":
+            let chain: Int?
+            switch takeSelector(&rest) {
+            case .failure(let error): return .failure(error)
+            case .success(let value): chain = value
+            }
+            var parameters: [Parameter] = []
+            for token in rest {
+                switch ParameterKey.parse(token) {
+                case .failure(let error): return .failure(error)
+                case .success(let parameter): if !parameters.contains(parameter) { parameters.append(parameter) }
+                }
+            }
+            return .success(verb == "get" ? .get(chain: chain, parameters: parameters) : .reset(chain: chain, parameters: parameters))
+        case "set":
+            let chain: Int?
+            switch takeSelector(&rest) {
+            case .failure(let error): return .failure(error)
+            case .success(let value): chain = value
+            }
+            guard !rest.isEmpty else { return .failure(ProtocolError(.badRequest, "set needs KEY VALUE pairs")) }
+            guard rest.count % 2 == 0 else {
+                return .failure(ProtocolError(.badRequest, "set needs KEY VALUE pairs; '\(ParameterValue.printable(rest[rest.count - 1]))' has no value"))
+            }
+            var assignments: [Assignment] = []
+            for pair in stride(from: 0, to: rest.count, by: 2) {
+                let parameter: Parameter
+                switch ParameterKey.parse(rest[pair]) {
+                case .failure(let error): return .failure(error)
+                case .success(let value): parameter = value
+                }
+                switch ParameterValue.parse(rest[pair + 1], for: parameter) {
+                case .failure(let error): return .failure(error)
+                case .success(let value):
+                    // Within one request the last value given for a key counts.
+                    assignments.removeAll { $0.parameter == parameter }
+                    assignments.append(Assignment(parameter, value))
+                }
+            }
+            return .success(.set(chain: chain, assignments: assignments))
+        default:
+            return .failure(ProtocolError(.unknownVerb, "unknown request '\(ParameterValue.printable(verb))'; expected ping, status, get, set or reset"))
+        }
+    }
+
+    static func takeSelector(_ tokens: inout [String]) -> Result<Int?, ProtocolError> {
+        guard let first = tokens.first, first.hasPrefix("chain=") else { return .success(nil) }
+        tokens.removeFirst()
+        let text = String(first.dropFirst(6))
+        guard let digits = Int(text), digits >= 0, digits <= ChainName.maximum, text.allSatisfy({ $0 >= "0" && $0 <= "9" }) else {
+            return .failure(ProtocolError(.badRequest, "chain must be a number from 0 to \(ChainName.maximum), not '\(ParameterValue.printable(text))'"))
+        }
+        return .success(digits)
+    }
+}

@@ -1,0 +1,116 @@
+// Parameter values as people and files write them: "6", "6dB", "-3.5 dB", "3:1", "on".
+// One parser for the server, the CLI, state files and presets, so all accept the same text.
+
+import HearDSP
+
+public enum ParameterValue {
+    /// The value `text` means for `parameter`, checked against the schema range; nothing is clamped.
+    public static func parse(_ text: String, for parameter: Parameter) -> Result<Float, ProtocolError> {
+        let spec = parameter.spec
+        let trimmed = text.trimmingSpaces
+        if spec.scale == .toggle {
+            switch trimmed.lowercased() {
+            case "on", "true", "yes", "1", "1.0": return .success(1)
+            case "off", "false", "no", "0", "0.0": return .success(0)
+            default:
+                return .failure(ProtocolError(.badValue, "\(spec.key) is a switch: use on or off (or 1 or 0), not '\(printable(trimmed))'"))
+            }
+        }
+        var number = Substring(trimmed)
+        if !spec.unit.isEmpty, number.lowercased().hasSuffix(spec.unit.lowercased()) {
+            number = number.dropLast(spec.unit.count)
+            while number.last == " " { number = number.dropLast() }
+        }
+        guard let value = Float(number), value.isFinite, isPlainNumber(number) else {
+            let unit = spec.unit.isEmpty ? "" : " (optionally followed by \(spec.unit))"
+            return .failure(ProtocolError(.badValue, "\(spec.key) takes a finite number\(unit), not '\(printable(trimmed))'"))
+        }
+        guard value >= spec.minimum && value <= spec.maximum else {
+            return .failure(ProtocolError(.outOfRange, "\(spec.key) must be between \(describe(spec.minimum, for: parameter)) and \(describe(spec.maximum, for: parameter)); got \(describe(value, for: parameter))"))
+        }
+        return .success(value)
+    }
+
+    /// Decimal digits, one optional sign, point and exponent: no "inf", "nan" or hex floats.
+    static func isPlainNumber(_ text: Substring) -> Bool {
+        !text.isEmpty && text.allSatisfy { "0123456789+-.eE".contains($0) }
+    }
+
+    /// Shortest text that reads back to the same Float; whole numbers without ".0".
+    public static func format(_ value: Float) -> String {
+        if value.isNaN { return "nan" }
+        if value.isInfinite { return value < 0 ? "-inf" : "inf" }
+        if value == value.rounded() && abs(value) < 1e7 { return String(Int(value)) }
+        return value.description
+    }
+
+    /// `value` with its unit, for people: "6 dB", "3:1", "on".
+    public static func describe(_ value: Float, for parameter: Parameter) -> String {
+        let spec = parameter.spec
+        if spec.scale == .toggle { return value >= 0.5 ? "on" : "off" }
+        if spec.unit.isEmpty { return format(value) }
+        if spec.unit == ":1" { return format(value) + ":1" }
+        return format(value) + " " + spec.unit
+    }
+
+    /// Text safe to echo in an error line: printable ASCII only, at most 40 characters.
+    static func printable(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars.prefix(40) {
+            out.unicodeScalars.append(scalar.value >= 0x20 && scalar.value < 0x7F ? scalar : "?")
+        }
+        return text.unicodeScalars.count > 40 ? out + "..." : out
+    }
+}
+
+/// A parameter key that may be misspelled: the schema parameter, or the closest keys.
+public enum ParameterKey {
+    public static func parse(_ text: String) -> Result<Parameter, ProtocolError> {
+        let key = text.lowercased()
+        if let parameter = Parameter(key: key) { return .success(parameter) }
+        let near = closest(to: key)
+        let hint = near.isEmpty ? "" : "; did you mean \(near.joined(separator: ", "))?"
+        return .failure(ProtocolError(.unknownParameter, "unknown parameter '\(ParameterValue.printable(text))'\(hint)"))
+    }
+
+    /// Up to three schema keys nearest to `text`: those containing it first, then by edit distance.
+    public static func closest(to text: String, limit: Int = 3) -> [String] {
+        let keys = Parameter.allCases.map(\.key)
+        let needle = String(text.lowercased().prefix(64))
+        guard !needle.isEmpty else { return [] }
+        let ranked = keys.map { key -> (String, Int) in
+            if key.hasPrefix(needle) || (needle.count >= 3 && key.contains(needle)) { return (key, 0) }
+            let lastPart = String(key.split(separator: ".").last ?? Substring(key))
+            return (key, min(distance(needle, key), distance(needle, lastPart) + 1))
+        }
+        let bound = max(2, needle.count / 3)
+        return ranked.filter { $0.1 <= bound }.sorted { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }
+            .prefix(limit).map(\.0)
+    }
+
+    /// Levenshtein distance.
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.utf8), b = Array(b.utf8)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+}
+
+extension String {
+    var trimmingSpaces: String {
+        var scalars = Substring(self)
+        while let first = scalars.first, first == " " || first == "\t" || first == "\r" { scalars = scalars.dropFirst() }
+        while let last = scalars.last, last == " " || last == "\t" || last == "\r" { scalars = scalars.dropLast() }
+        return String(scalars)
+    }
+}

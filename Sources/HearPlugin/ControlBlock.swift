@@ -1,0 +1,80 @@
+// What one instance's audio thread and the control server share: atomics only, allocated at
+// instantiate and freed at cleanup, so neither side ever waits for the other.
+//
+// Parameters (server -> audio): the server stores a value, stamps it with the next generation,
+// then publishes the generation. At the start of a block the audio thread compares generations
+// and takes each parameter whose stamp is newer than the one it last took.
+// Applied values (audio -> server): what the chain runs with, ports and socket writes merged.
+// Meters (audio -> server): the server raises `meterRequest`; at the end of its next block the
+// audio thread stores what it accumulated since its last answer, then sets `meterAnswer` to that
+// request. Every field has a single writer, so plain loads and stores suffice.
+
+import HearDSP
+import Synchronization
+
+struct ControlBlock: ~Copyable {
+    let requested: UnsafeMutablePointer<Atomic<UInt32>>
+    let stamps: UnsafeMutablePointer<Atomic<UInt64>>
+    let generation = Atomic<UInt64>(0)
+
+    let applied: UnsafeMutablePointer<Atomic<UInt32>>
+    /// The generation the audio thread has taken in full.
+    let appliedGeneration = Atomic<UInt64>(0)
+    /// The `chain` control port as the audio thread last read it; -1 before the first block.
+    let chain = Atomic<Int>(-1)
+    /// Frames processed since instantiate.
+    let frames = Atomic<UInt64>(0)
+
+    let meterRequest = Atomic<UInt64>(0)
+    let meterAnswer = Atomic<UInt64>(0)
+    let inputPeak = Atomic<UInt32>(0)
+    let inputSquares = Atomic<UInt64>(0)
+    let outputPeak = Atomic<UInt32>(0)
+    let outputSquares = Atomic<UInt64>(0)
+    let meterFrames = Atomic<UInt64>(0)
+    let compressorReduction = Atomic<UInt32>(0)
+    let limiterReduction = Atomic<UInt32>(0)
+    /// NaN bits until the noise suppressor (issue #3) writes them.
+    let noiseFloor = Atomic<UInt32>(Float.nan.bitPattern)
+    let speechProbability = Atomic<UInt32>(Float.nan.bitPattern)
+
+    init(values: ParameterValues) {
+        requested = .allocate(capacity: Parameter.count)
+        stamps = .allocate(capacity: Parameter.count)
+        applied = .allocate(capacity: Parameter.count)
+        for index in 0..<Parameter.count {
+            (requested + index).initialize(to: Atomic(values[index].bitPattern))
+            (stamps + index).initialize(to: Atomic(0))
+            (applied + index).initialize(to: Atomic(values[index].bitPattern))
+        }
+    }
+
+    deinit {
+        requested.deinitialize(count: Parameter.count)
+        stamps.deinitialize(count: Parameter.count)
+        applied.deinitialize(count: Parameter.count)
+        requested.deallocate()
+        stamps.deallocate()
+        applied.deallocate()
+    }
+
+    // MARK: server side (never called on the audio thread)
+
+    /// Publishes new values; the audio thread takes them at the start of its next block.
+    func publish(_ assignments: [(index: Int, value: Float)]) {
+        let next = generation.load(ordering: .relaxed) &+ 1
+        for (index, value) in assignments where index >= 0 && index < Parameter.count {
+            requested[index].store(value.bitPattern, ordering: .relaxed)
+            stamps[index].store(next, ordering: .releasing)
+        }
+        generation.store(next, ordering: .releasing)
+    }
+
+    /// The value the instance runs with, or the one it will take at its next block.
+    func current(_ index: Int) -> Float {
+        if stamps[index].load(ordering: .acquiring) > appliedGeneration.load(ordering: .acquiring) {
+            return Float(bitPattern: requested[index].load(ordering: .relaxed))
+        }
+        return Float(bitPattern: applied[index].load(ordering: .relaxed))
+    }
+}

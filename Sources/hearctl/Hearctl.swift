@@ -1,0 +1,214 @@
+// hearctl: tune the running hear filters from any terminal. Every command talks to all processes
+// that host the plugin (one control socket each); --chain narrows it to one chain.
+
+import ArgumentParser
+import Foundation
+import HearControl
+import HearDSP
+
+struct Hearctl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hearctl",
+        abstract: "Tune the running hear speech filters live.",
+        discussion: """
+            hearctl talks to every process that runs the hear plugin (PipeWire's filter-chain, a PulseAudio \
+            daemon) through its control socket in $HEAR_RUNTIME_DIR, else $XDG_RUNTIME_DIR/hear, else \
+            /tmp/hear-$UID. Changes take effect within one audio block and are saved per chain, so they \
+            survive a restart. Exit status: 0 success, 1 error, 2 usage.
+
+            Examples:
+              hearctl status
+              hearctl set gain 6
+              hearctl set --chain mic comp.ratio 3 comp.threshold -30dB
+              hearctl preset load voice-call --chain mic
+              hearctl meter
+            """,
+        version: "hearctl 0.1 (protocol \(Protocol.tag))",
+        subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Reset.self, PresetCommand.self, Meter.self]
+    )
+}
+
+/// Which instances a command addresses.
+struct ChainOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Only this chain: a number or a name (default, mic, speaker, chainN). Default: every instance.",
+                                            valueName: "chain"))
+    var chain: String?
+
+    mutating func validate() throws {
+        if let chain, ChainName.number(chain) == nil {
+            throw ValidationError("--chain takes a number from 0 to \(ChainName.maximum) or a name (default, mic, speaker, chainN), not '\(chain)'")
+        }
+    }
+
+    var number: Int? { chain.flatMap(ChainName.number) }
+}
+
+struct JSONOption: ParsableArguments {
+    @Flag(name: .long, help: "Print JSON for scripts instead of text.")
+    var json = false
+}
+
+extension Hearctl {
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show every running instance: chain, rate, latency, uptime and meters.")
+
+        @OptionGroup var target: ChainOption
+        @OptionGroup var output: JSONOption
+
+        func run() throws {
+            let target = try Target(chain: target.number)
+            let statuses = try target.statuses()
+            let notices = Array(Swift.Set(statuses.flatMap(\.notices))).sorted()
+            if output.json {
+                Output.json(["instances": statuses.map { Output.statusObject(pid: $0.pid, $0.status) }, "notices": notices])
+                return
+            }
+            if statuses.isEmpty { throw CLIError("no running instance of \(target.chainDescription)") }
+            print(Output.statusTable(statuses.map { ($0.pid, $0.status) }))
+            for notice in notices { print("notice: \(notice)") }
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List every parameter with its current value, range, default, unit and help.")
+
+        @OptionGroup var target: ChainOption
+        @OptionGroup var output: JSONOption
+
+        func run() throws {
+            let chains = try Target(chain: target.number).values([])
+            if output.json {
+                Output.json(["parameters": Parameter.allCases.map { parameter -> [String: Any] in
+                    let spec = parameter.spec
+                    return ["key": spec.key, "minimum": Double(spec.minimum), "maximum": Double(spec.maximum),
+                            "default": Double(spec.defaultValue), "unit": spec.unit, "scale": "\(spec.scale)", "help": spec.help,
+                            "values": chains.map { chain in
+                                ["chain": chain.chain, "name": ChainName.name(chain.chain),
+                                 "value": Double(chain.values.first { $0.0 == parameter }?.1 ?? .nan)] as [String: Any]
+                            }]
+                }])
+                return
+            }
+            print(Output.parameterTable(chains))
+        }
+    }
+
+    struct Get: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print parameter values (every parameter when none is named).",
+            discussion: "Example: hearctl get gain comp.ratio")
+
+        @Argument(help: ArgumentHelp("Parameter keys, e.g. gain, comp.ratio (see `hearctl list`).", valueName: "param"))
+        var parameters: [String] = []
+        @OptionGroup var target: ChainOption
+        @OptionGroup var output: JSONOption
+
+        func run() throws {
+            let keys = try parameters.map { try Input.parameter($0) }
+            let chains = try Target(chain: target.number).values(keys)
+            if output.json {
+                Output.json(["chains": chains.map { chain -> [String: Any] in
+                    ["chain": chain.chain, "name": ChainName.name(chain.chain),
+                     "values": Dictionary(uniqueKeysWithValues: chain.values.map { ($0.0.key, Double($0.1)) })]
+                }])
+                return
+            }
+            for chain in chains {
+                let prefix = chains.count > 1 ? "[\(ChainName.name(chain.chain))] " : ""
+                for (parameter, value) in chain.values {
+                    print("\(prefix)\(parameter.key) = \(ParameterValue.describe(value, for: parameter))")
+                }
+            }
+        }
+    }
+
+    struct Set: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Set parameters on the running filter: PARAM VALUE [PARAM VALUE ...].",
+            discussion: """
+                Values may carry the parameter's unit; switches take on/off. All pairs are checked before \
+                anything changes. Examples:
+                  hearctl set gain 6
+                  hearctl set gain 6dB
+                  hearctl set comp.ratio 3 comp.threshold -30
+                """)
+
+        @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Parameter and value pairs.", valueName: "param value"))
+        var pairs: [String] = []
+        @OptionGroup var target: ChainOption
+
+        mutating func validate() throws {
+            // Negative values ("-30") arrive here too: only the leading --chain option is parsed by name.
+            var rest: [String] = []
+            var index = 0
+            while index < pairs.count {
+                let token = pairs[index]
+                if token == "--chain", index + 1 < pairs.count { target.chain = pairs[index + 1]; index += 2; continue }
+                if token.hasPrefix("--chain=") { target.chain = String(token.dropFirst(8)); index += 1; continue }
+                if token.hasPrefix("--") { throw ValidationError("unknown option '\(token)'") }
+                rest.append(token)
+                index += 1
+            }
+            pairs = rest
+            try target.validate()
+            if pairs.isEmpty { throw ValidationError("missing PARAM VALUE pairs, e.g. `hearctl set gain 6`") }
+            if pairs.count % 2 != 0 { throw ValidationError("'\(pairs.last!)' has no value: give PARAM VALUE pairs") }
+        }
+
+        func run() throws {
+            var assignments: [Assignment] = []
+            for index in stride(from: 0, to: pairs.count, by: 2) {
+                let parameter = try Input.parameter(pairs[index])
+                assignments.append(Assignment(parameter, try Input.value(pairs[index + 1], for: parameter)))
+            }
+            _ = try Target(chain: target.number).each(.set(chain: target.number, assignments: assignments))
+        }
+    }
+
+    struct Bypass: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Pass audio through unprocessed (on) or process it again (off); click-free.")
+
+        enum State: String, ExpressibleByArgument, CaseIterable { case on, off }
+
+        @Argument(help: "on or off.") var state: State
+        @OptionGroup var target: ChainOption
+
+        func run() throws {
+            _ = try Target(chain: target.number).each(.set(chain: target.number, assignments: [Assignment(.bypass, state == .on ? 1 : 0)]))
+        }
+    }
+
+    struct Reset: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Put parameters back to their defaults (every parameter when none is named).",
+            discussion: "The saved values are forgotten too: after a restart the config's control values apply.")
+
+        @Argument(help: ArgumentHelp("Parameter keys.", valueName: "param")) var parameters: [String] = []
+        @OptionGroup var target: ChainOption
+
+        func run() throws {
+            let keys = try parameters.map { try Input.parameter($0) }
+            _ = try Target(chain: target.number).each(.reset(chain: target.number, parameters: keys))
+        }
+    }
+}
+
+/// Arguments checked against the schema before anything is sent.
+enum Input {
+    static func parameter(_ text: String) throws -> Parameter {
+        switch ParameterKey.parse(text) {
+        case .success(let parameter): return parameter
+        case .failure(let error): throw CLIError(error.message + " (see `hearctl list`)")
+        }
+    }
+
+    static func value(_ text: String, for parameter: Parameter) throws -> Float {
+        switch ParameterValue.parse(text, for: parameter) {
+        case .success(let value): return value
+        case .failure(let error): throw CLIError(error.message + "; nothing was changed")
+        }
+    }
+}

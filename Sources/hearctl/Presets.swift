@@ -1,0 +1,137 @@
+// hearctl preset: built-in presets (HearControl/Presets.swift) and the user's own in
+// $XDG_CONFIG_HOME/hear/presets/NAME.conf (the settings text format). A user preset with a
+// built-in's name takes its place.
+
+import ArgumentParser
+import Foundation
+import HearControl
+import HearDSP
+
+enum PresetStore {
+    static var directory: String? { SettingsPath.presetDirectory(environment: Discovery.environment) }
+
+    static func path(_ name: String) -> String? { directory.map { "\($0)/\(name).conf" } }
+
+    static func userNames() -> [String] {
+        guard let directory, let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        return names.filter { $0.hasSuffix(".conf") }.map { String($0.dropLast(5)) }.filter(Preset.isValidName).sorted()
+    }
+
+    static func user(_ name: String) throws -> Settings? {
+        guard let path = path(name), let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        switch Settings.parse(text) {
+        case .success(let settings): return settings
+        case .failure(let error): throw CLIError("preset \(path) is invalid: \(error.message)")
+        }
+    }
+
+    static func find(_ name: String) throws -> (settings: Settings, source: String) {
+        try checkName(name)
+        if let settings = try user(name) { return (settings, path(name)!) }
+        if let preset = Preset.builtIn(named: name) { return (preset.settings, "built-in") }
+        let all = Preset.builtIn.map(\.name) + userNames()
+        throw CLIError("no preset named '\(name)'; presets: \(all.joined(separator: ", "))")
+    }
+
+    static func checkName(_ name: String) throws {
+        guard Preset.isValidName(name) else {
+            throw CLIError("preset names use letters, digits, '-', '_' and '.', and do not start with '.': '\(name)'")
+        }
+    }
+}
+
+struct PresetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "preset",
+        abstract: "List, show, save, load and delete presets.",
+        discussion: "Built-in: \(Preset.builtIn.map(\.name).joined(separator: ", ")). User presets live in $XDG_CONFIG_HOME/hear/presets/NAME.conf.",
+        subcommands: [ListPresets.self, Show.self, Save.self, Load.self, Delete.self]
+    )
+
+    struct ListPresets: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List built-in and user presets.")
+        @OptionGroup var output: JSONOption
+
+        func run() throws {
+            let user = PresetStore.userNames()
+            var entries: [(name: String, source: String, summary: String)] = user.map { ($0, "user", "") }
+            for preset in Preset.builtIn where !user.contains(preset.name) { entries.append((preset.name, "built-in", preset.summary)) }
+            entries.sort { $0.name < $1.name }
+            if output.json {
+                Output.json(["presets": entries.map { ["name": $0.name, "source": $0.source, "summary": $0.summary] }])
+                return
+            }
+            print(Output.table([["NAME", "SOURCE", "DESCRIPTION"]] + entries.map { [$0.name, $0.source, $0.summary] }))
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print a preset's settings (every other parameter is at its default).")
+        @Argument(help: "Preset name.") var name: String
+        @OptionGroup var output: JSONOption
+
+        func run() throws {
+            let (settings, source) = try PresetStore.find(name)
+            if output.json {
+                Output.json(["name": name, "source": source,
+                             "values": Dictionary(uniqueKeysWithValues: settings.assignments.map { ($0.parameter.key, Double($0.value)) })])
+                return
+            }
+            print(settings.text(comment: "preset \(name) (\(source)); parameters not listed load at their defaults"), terminator: "")
+        }
+    }
+
+    struct Save: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Save the running chain's settings as a user preset.")
+        @Argument(help: "Preset name.") var name: String
+        @OptionGroup var target: ChainOption
+        @Flag(name: .long, help: "Replace an existing user preset.") var force = false
+
+        func run() throws {
+            try PresetStore.checkName(name)
+            let chains = try Target(chain: target.number).values([])
+            guard chains.count == 1, let chain = chains.first else {
+                throw CLIError("\(chains.count) chains are running (\(chains.map { ChainName.name($0.chain) }.joined(separator: ", "))); pick one with --chain")
+            }
+            guard let directory = PresetStore.directory, let path = PresetStore.path(name) else {
+                throw CLIError("neither XDG_CONFIG_HOME nor HOME is set: nowhere to save presets")
+            }
+            if FileManager.default.fileExists(atPath: path) && !force { throw CLIError("preset \(path) exists; use --force to replace it") }
+            // Only what differs from the defaults: loading puts everything else back to its default anyway.
+            // Bypass is a momentary switch, not part of a sound.
+            let settings = Settings(chain.values.filter { $0.0 != .bypass && $0.1 != $0.0.spec.defaultValue }.map { Assignment($0.0, $0.1) })
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try settings.text(comment: "hear preset \(name), saved from chain \(chain.chain) (\(ChainName.name(chain.chain)))")
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            print("saved \(path)")
+        }
+    }
+
+    struct Load: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Load a preset into the running filter (parameters it does not name go to their defaults; bypass is left as it is).")
+        @Argument(help: "Preset name.") var name: String
+        @OptionGroup var target: ChainOption
+
+        func run() throws {
+            let (settings, _) = try PresetStore.find(name)
+            // Every parameter but bypass: the preset's value or the default, so the result never depends on what came before.
+            let complete = Preset.complete(settings)
+            _ = try Target(chain: target.number).each(.set(chain: target.number, assignments: complete))
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a user preset.")
+        @Argument(help: "Preset name.") var name: String
+
+        func run() throws {
+            try PresetStore.checkName(name)
+            guard let path = PresetStore.path(name), FileManager.default.fileExists(atPath: path) else {
+                if Preset.builtIn(named: name) != nil { throw CLIError("'\(name)' is a built-in preset and cannot be deleted") }
+                throw CLIError("no user preset named '\(name)'")
+            }
+            try FileManager.default.removeItem(atPath: path)
+        }
+    }
+}

@@ -1,0 +1,282 @@
+// hear-testhost: a real-time LADSPA host for the control tests. It dlopens libhear.so, runs one
+// instance on a thread that paces blocks against the monotonic clock (as PipeWire's graph does),
+// feeds it a sine, records every output sample with its block's start time, counts heap
+// allocations and non-finite samples on that audio thread, and stops cleanly on SIGTERM or SIGINT.
+// SIGUSR1 pauses and resumes calling run(), as a host does with a suspended node.
+//
+//   hear-testhost --plugin PATH --out FILE [--label hear_mono] [--rate 48000] [--block 256]
+//                 [--chain N] [--frequency 1000] [--amplitude 0.02] [--seconds 60] [--control key=value ...]
+//                 [--instances N]   (N instances of one chain, as filter-chain makes per channel; the first is recorded)
+//
+// It prints `ready <pid>` once the first block has run, and on exit one summary line:
+//   done blocks=<n> frames=<n> allocations=<n> nonfinite=<n> late=<n>
+//   hear-testhost --connect SOCKET [--send LINE]   (a bare protocol client: prints what the server says)
+// The recording (FILE) is little-endian: frames as Float32 (first output channel), then one
+// Float64 start time (CLOCK_MONOTONIC seconds) per block.
+
+import CLADSPA
+import CMallocCounter
+import Foundation
+import Glibc
+import Synchronization
+
+/// Set by the SIGTERM/SIGINT handlers (a lock-free atomic store is async-signal-safe).
+let stopRequested = Atomic<Bool>(false)
+/// Toggled by SIGUSR1: while set, the host keeps time but does not call run(), like a suspended node.
+let paused = Atomic<Bool>(false)
+
+func now() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) * 1e-9
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("hear-testhost: \(message)\n".utf8))
+    exit(1)
+}
+
+var options: [String: String] = [:]
+var controls: [(String, Float)] = []
+var arguments = CommandLine.arguments.dropFirst()
+while let flag = arguments.popFirst() {
+    guard flag.hasPrefix("--"), let value = arguments.popFirst() else { fail("usage: see the comment in Tests/TestHost/main.swift") }
+    if flag == "--control" {
+        let parts = value.split(separator: "=", maxSplits: 1)
+        guard parts.count == 2, let number = Float(parts[1]) else { fail("bad --control \(value)") }
+        controls.append((String(parts[0]), number))
+    } else {
+        options[String(flag.dropFirst(2))] = value
+    }
+}
+// Client mode, for the test that runs a client as another user: send one line, print the replies.
+if let socketPath = options["connect"] {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, byte) in socketPath.utf8.enumerated() { raw[i] = byte } }
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    guard connected == 0 else { fail("connect \(socketPath): \(String(cString: strerror(errno)))") }
+    var time = timeval(tv_sec: 5, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+    let line = Array(((options["send"] ?? "ping") + "\n").utf8)
+    _ = line.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    var received: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count <= 0 { break }
+        received += chunk[0..<count]
+    }
+    print(String(decoding: received, as: UTF8.self), terminator: "")
+    exit(0)
+}
+
+guard let pluginPath = options["plugin"], let outPath = options["out"] else { fail("--plugin and --out are required") }
+let label = options["label"] ?? "hear_mono"
+let rate = Int(options["rate"] ?? "48000")!
+let block = Int(options["block"] ?? "256")!
+let frequency = Double(options["frequency"] ?? "1000")!
+let amplitude = Float(options["amplitude"] ?? "0.02")!
+let seconds = Double(options["seconds"] ?? "60")!
+let chain = Float(options["chain"] ?? "0")!
+let instanceCount = max(1, Int(options["instances"] ?? "1")!)
+
+guard let library = dlopen(pluginPath, RTLD_NOW | RTLD_LOCAL) else { fail("dlopen \(pluginPath): \(String(cString: dlerror()))") }
+guard let symbol = dlsym(library, "ladspa_descriptor") else { fail("no ladspa_descriptor") }
+let descriptorFunction = unsafeBitCast(symbol, to: LADSPA_Descriptor_Function.self)
+var descriptorIndex: UInt = 0
+var found: UnsafePointer<LADSPA_Descriptor>?
+while let candidate = descriptorFunction(descriptorIndex) {
+    if String(cString: candidate.pointee.Label) == label { found = candidate }
+    descriptorIndex += 1
+}
+guard let descriptor = found else { fail("no label \(label)") }
+guard let handle = descriptor.pointee.instantiate(descriptor, UInt(rate)) else { fail("instantiate failed") }
+
+// Ports: controls at their LADSPA defaults (as a host derives them), then --chain and --control.
+let portCount = Int(descriptor.pointee.PortCount)
+let controlValues = UnsafeMutablePointer<Float>.allocate(capacity: portCount)
+controlValues.initialize(repeating: 0, count: portCount)
+var inputs: [UnsafeMutablePointer<Float>] = []
+var outputs: [UnsafeMutablePointer<Float>] = []
+for port in 0..<portCount {
+    let kind = descriptor.pointee.PortDescriptors[port]
+    let name = String(cString: descriptor.pointee.PortNames[port]!)
+    if kind & LADSPA_PORT_CONTROL != 0 {
+        let hint = descriptor.pointee.PortRangeHints[port]
+        let lo = hint.LowerBound, hi = hint.UpperBound
+        let logarithmic = hint.HintDescriptor & LADSPA_HINT_LOGARITHMIC != 0 && lo > 0
+        func between(_ w: Float) -> Float { logarithmic ? exp(log(lo) * (1 - w) + log(hi) * w) : lo * (1 - w) + hi * w }
+        switch hint.HintDescriptor & LADSPA_HINT_DEFAULT_MASK {
+        case LADSPA_HINT_DEFAULT_MINIMUM: controlValues[port] = lo
+        case LADSPA_HINT_DEFAULT_LOW: controlValues[port] = between(0.25)
+        case LADSPA_HINT_DEFAULT_MIDDLE: controlValues[port] = between(0.5)
+        case LADSPA_HINT_DEFAULT_HIGH: controlValues[port] = between(0.75)
+        case LADSPA_HINT_DEFAULT_MAXIMUM: controlValues[port] = hi
+        case LADSPA_HINT_DEFAULT_1: controlValues[port] = 1
+        case LADSPA_HINT_DEFAULT_100: controlValues[port] = 100
+        case LADSPA_HINT_DEFAULT_440: controlValues[port] = 440
+        default: controlValues[port] = 0
+        }
+        if name == "chain" { controlValues[port] = chain }
+        for (key, value) in controls where key == name { controlValues[port] = value }
+        descriptor.pointee.connect_port(handle, UInt(port), controlValues + port)
+    } else {
+        let buffer = UnsafeMutablePointer<Float>.allocate(capacity: block)
+        buffer.initialize(repeating: 0, count: block)
+        descriptor.pointee.connect_port(handle, UInt(port), buffer)
+        if kind & LADSPA_PORT_INPUT != 0 { inputs.append(buffer) } else { outputs.append(buffer) }
+    }
+}
+descriptor.pointee.activate?(handle)
+
+// Further instances of the same chain: same controls and input, outputs of their own.
+var extraHandles: [LADSPA_Handle] = []
+var extraOutputs: [UnsafeMutablePointer<Float>] = []
+for _ in 1..<instanceCount {
+    guard let extra = descriptor.pointee.instantiate(descriptor, UInt(rate)) else { fail("instantiate failed") }
+    var nextInput = 0
+    for port in 0..<portCount {
+        let kind = descriptor.pointee.PortDescriptors[port]
+        if kind & LADSPA_PORT_CONTROL != 0 {
+            descriptor.pointee.connect_port(extra, UInt(port), controlValues + port)
+        } else if kind & LADSPA_PORT_INPUT != 0 {
+            descriptor.pointee.connect_port(extra, UInt(port), inputs[nextInput])
+            nextInput += 1
+        } else {
+            let buffer = UnsafeMutablePointer<Float>.allocate(capacity: block)
+            buffer.initialize(repeating: 0, count: block)
+            descriptor.pointee.connect_port(extra, UInt(port), buffer)
+            extraOutputs.append(buffer)
+        }
+    }
+    descriptor.pointee.activate?(extra)
+    extraHandles.append(extra)
+}
+
+_ = stopRequested.load(ordering: .relaxed)  // initialized before any handler can run
+_ = paused.load(ordering: .relaxed)
+signal(SIGTERM) { _ in stopRequested.store(true, ordering: .relaxed) }
+signal(SIGINT) { _ in stopRequested.store(true, ordering: .relaxed) }
+signal(SIGUSR1) { _ in _ = paused.logicalXor(true, ordering: .relaxed) }
+// A parent that spawned us from a thread with signals blocked (Dispatch workers do) passes its mask on.
+var signals = sigset_t()
+sigemptyset(&signals)
+sigaddset(&signals, SIGTERM)
+sigaddset(&signals, SIGINT)
+sigaddset(&signals, SIGUSR1)
+pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+
+
+struct AudioResult { var blocks = 0; var allocations = 0; var nonFinite = 0; var late = 0 }
+
+/// The audio thread's world: everything it touches is allocated before it starts.
+final class AudioThread: @unchecked Sendable {
+    let descriptor: UnsafePointer<LADSPA_Descriptor>
+    let handle: LADSPA_Handle
+    let inputs: [UnsafeMutablePointer<Float>]
+    let outputs: [UnsafeMutablePointer<Float>]
+    let extraHandles: [LADSPA_Handle]
+    let extraOutputs: [UnsafeMutablePointer<Float>]
+    let recording: UnsafeMutablePointer<Float>
+    let blockTimes: UnsafeMutablePointer<Double>
+    let maximumBlocks: Int
+    let block: Int
+    let rate: Int
+    let frequency: Double
+    let amplitude: Float
+    let readyLine = Array("ready \(getpid())\n".utf8)
+    var result = AudioResult()
+
+    init(descriptor: UnsafePointer<LADSPA_Descriptor>, handle: LADSPA_Handle, inputs: [UnsafeMutablePointer<Float>],
+         outputs: [UnsafeMutablePointer<Float>], extraHandles: [LADSPA_Handle], extraOutputs: [UnsafeMutablePointer<Float>],
+         seconds: Double, block: Int, rate: Int, frequency: Double, amplitude: Float) {
+        self.extraHandles = extraHandles
+        self.extraOutputs = extraOutputs
+        self.descriptor = descriptor
+        self.handle = handle
+        self.inputs = inputs
+        self.outputs = outputs
+        self.block = block
+        self.rate = rate
+        self.frequency = frequency
+        self.amplitude = amplitude
+        maximumBlocks = Int(seconds * Double(rate) / Double(block)) + 1
+        recording = .allocate(capacity: maximumBlocks * block)
+        blockTimes = .allocate(capacity: maximumBlocks)
+    }
+
+    func run() {
+        var phase = 0.0
+        let step = 2 * Double.pi * frequency / Double(rate)
+        let period = Double(block) / Double(rate)
+        var deadline = now()
+        var result = AudioResult()
+        hear_malloc_counter_begin()
+        while !stopRequested.load(ordering: .relaxed) && result.blocks < maximumBlocks {
+            let start = now()
+            blockTimes[result.blocks] = start
+            for i in 0..<block {
+                let sample = amplitude * Float(sin(phase))
+                for input in inputs { input[i] = sample }
+                phase += step
+                if phase > 2 * Double.pi { phase -= 2 * Double.pi }
+            }
+            if !paused.load(ordering: .relaxed) {
+                descriptor.pointee.run(handle, UInt(block))
+                for extra in extraHandles { descriptor.pointee.run(extra, UInt(block)) }
+            }
+            let target = recording + result.blocks * block
+            for i in 0..<block {
+                let sample = outputs[0][i]
+                if !sample.isFinite { result.nonFinite += 1 }
+                target[i] = sample
+            }
+            for output in outputs.dropFirst() { for i in 0..<block where !output[i].isFinite { result.nonFinite += 1 } }
+            for output in extraOutputs { for i in 0..<block where !output[i].isFinite { result.nonFinite += 1 } }
+            if result.blocks == 0 { _ = readyLine.withUnsafeBytes { write(1, $0.baseAddress, $0.count) } }
+            result.blocks += 1
+            deadline += period
+            if now() > deadline + period { result.late += 1; deadline = now() }
+            var wake = timespec(tv_sec: Int(deadline), tv_nsec: Int((deadline - floor(deadline)) * 1e9))
+            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) == EINTR && !stopRequested.load(ordering: .relaxed) {}
+        }
+        result.allocations = hear_malloc_counter_end()
+        self.result = result
+    }
+}
+
+// Self-check: the counter sees allocations on this thread (else a zero below would prove nothing).
+hear_malloc_counter_begin()
+let probe = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 16)
+let probeCount = hear_malloc_counter_end()
+probe.deallocate()
+if probeCount < 1 { fail("the malloc counter is not active") }
+
+let audio = AudioThread(descriptor: descriptor, handle: handle, inputs: inputs, outputs: outputs, extraHandles: extraHandles,
+                        extraOutputs: extraOutputs, seconds: seconds, block: block,
+                        rate: rate, frequency: frequency, amplitude: amplitude)
+var thread = pthread_t()
+let context = Unmanaged.passRetained(audio).toOpaque()
+pthread_create(&thread, nil, { context in
+    Unmanaged<AudioThread>.fromOpaque(context!).takeUnretainedValue().run()
+    return nil
+}, context)
+pthread_join(thread, nil)
+
+for extra in extraHandles {
+    descriptor.pointee.deactivate?(extra)
+    descriptor.pointee.cleanup(extra)
+}
+descriptor.pointee.deactivate?(handle)
+descriptor.pointee.cleanup(handle)
+
+let result = audio.result
+var data = Data()
+data.append(UnsafeBufferPointer(start: audio.recording, count: result.blocks * block))
+data.append(UnsafeBufferPointer(start: audio.blockTimes, count: result.blocks))
+guard FileManager.default.createFile(atPath: outPath, contents: data) else { fail("cannot write \(outPath)") }
+print("done blocks=\(result.blocks) frames=\(result.blocks * block) allocations=\(result.allocations) nonfinite=\(result.nonFinite) late=\(result.late)")
