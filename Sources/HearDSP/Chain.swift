@@ -1,5 +1,6 @@
 // The whole filter for one plugin instance:
-//   (denoise) -> equalize -> compress -> output gain -> limit, with a click-free bypass.
+//   (denoise) -> equalize -> hearing profile -> compress -> output gain -> limit -> MPO clamp,
+// with a click-free bypass.
 // Audio is handled in chunks on a fixed grid of control ticks counted from activation, so the
 // output does not depend on how the host splits it into blocks; parameters glide once per tick
 // (EQ, makeup) or per sample (gain, bypass). Inputs are read for a whole chunk before any output
@@ -27,9 +28,18 @@ public struct Chain: ~Copyable {
     public private(set) var values: ParameterValues
 
     var equalizer: Equalizer
+    // The hearing profile sits after the EQ (which shapes the voice, e.g. cuts rumble, before any
+    // level is measured) and before the broadband compressor: its per-band levels must see the
+    // signal as it is, not after one loud band has pulled every band down. A fit switches the
+    // broadband compressor off (the multiband one replaces it); it stays usable after it.
+    var multiband: MultibandCompressor
+    /// How far the summed bands can rise above the largest band gain (dB), for the gain cap.
+    let multibandOvershootDB: Double
     var compressor: Compressor
     var limiter: Limiter
     var outputGain: Glide
+    /// The maximum output (mb.mpo) as a sample magnitude: the last clamp, whatever else is set.
+    var maximumOutput: Float = 1
     /// 1 = processed, 0 = bypassed.
     var wetMix: Glide
     /// The input delayed by the chain's latency, for the bypass crossfade.
@@ -52,6 +62,9 @@ public struct Chain: ~Copyable {
         let ticksPerSecond = rate / Double(tickLength)
         self.values = values
         equalizer = Equalizer(sampleRate: rate, channels: self.channels, ticksPerSecond: ticksPerSecond, values: values)
+        multiband = MultibandCompressor(sampleRate: rate, channels: self.channels, ticksPerSecond: ticksPerSecond,
+                                        values: values)
+        multibandOvershootDB = multiband.design.overshootBoundDB()
         compressor = Compressor(sampleRate: rate, ticksPerSecond: ticksPerSecond, values: values)
         limiter = Limiter(sampleRate: rate, channels: self.channels, values: values)
         outputGain = Glide(1, timeConstant: 0.01, stepsPerSecond: rate, tolerance: 1e-7)
@@ -64,6 +77,7 @@ public struct Chain: ~Copyable {
         dry = .allocate(capacity: 2 * tickLength)
         dry.initialize(repeating: 0, count: 2 * tickLength)
         apply(values)
+        multiband.snap()
         outputGain.jump(to: outputGain.target)
         wetMix.jump(to: wetMix.target)
     }
@@ -78,15 +92,30 @@ public struct Chain: ~Copyable {
     @_noLocks public mutating func apply(_ next: ParameterValues) {
         values = next
         equalizer.set(next)
+        // The gain cap (mb.maxgain), on a worst-case bound: the EQ's boosts add up at most to the
+        // sum of its positive gains, the compressor adds at most its makeup, the hearing stage at
+        // most its largest band gain plus the crossover's overshoot. What the other stages add
+        // beyond the cap comes off the output gain; the band gains are held to what is left.
+        let cap = Double(next[.mbMaxGain])
+        var added = Double(next[.gain])
+        if next[.compEnable] != 0 { added += Double(max(next[.compMakeup], 0)) }
+        if next[.eqEnable] != 0 {
+            added += Double(max(next[.eqLowShelfGain], 0) + max(next[.eqPeak1Gain], 0) + max(next[.eqPeak2Gain], 0)
+                            + max(next[.eqPeak3Gain], 0) + max(next[.eqHighShelfGain], 0))
+        }
+        let excess = max(added - cap, 0)
+        multiband.set(next, gainCeilingDB: cap - multibandOvershootDB - (added - excess))
         compressor.set(next)
         limiter.set(next)
-        outputGain.target = LibM.exp(Double(next[.gain]) * 0.11512925464970229)  // 10^(dB/20)
+        maximumOutput = Float(LibM.exp(Double(next[.mbMPO]) * 0.11512925464970229))
+        outputGain.target = LibM.exp((Double(next[.gain]) - excess) * 0.11512925464970229)  // 10^(dB/20)
         wetMix.target = next[.bypass] != 0 ? 0 : 1
     }
 
     /// Back to silence, as after activation; parameters are kept and settled.
     @_noLocks public mutating func reset() {
         equalizer.reset()
+        multiband.reset()
         compressor.reset()
         limiter.reset()
         dryDelay.update(repeating: 0, count: 2 * latency)
@@ -144,6 +173,7 @@ public struct Chain: ~Copyable {
 
     @inline(__always) mutating func tick() {
         equalizer.tick()
+        multiband.tick()
         compressor.tick()
         limiter.tick()
     }
@@ -153,10 +183,12 @@ public struct Chain: ~Copyable {
         Self.meter(left, right, count: count, peak: &meters.inputPeak, squares: &meters.inputSquares)
         // Noise suppression joins here (issue #3).
         equalizer.process(left, right, count: count)
+        multiband.process(left, right, count: count)
         compressor.process(left, right, count: count)
         applyOutputGain(left, right, count: count)
         limiter.process(left, right, count: count)
         mixWithDry(left, right, count: count)
+        clampToMaximumOutput(left, right, count: count)
         Self.meter(left, right, count: count, peak: &meters.outputPeak, squares: &meters.outputSquares)
         meters.frames += count
         // Stages keep their deepest reduction since last asked; the meters keep it until read.
@@ -211,6 +243,14 @@ public struct Chain: ~Copyable {
         return position
     }
 
+    /// The MPO holds even where the limiter cannot: limit.enable 0, bypass, the bypass crossfade.
+    @inline(__always) func clampToMaximumOutput(_ left: UnsafeMutablePointer<Float>,
+                                                _ right: UnsafeMutablePointer<Float>?, count: Int) {
+        let top = maximumOutput
+        for i in 0..<count { left[i] = max(min(left[i], top), -top) }
+        if let right { for i in 0..<count { right[i] = max(min(right[i], top), -top) } }
+    }
+
     @inline(__always) static func meter(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                         count: Int, peak: inout Float, squares: inout Double) {
         // Four partial sums and maxima break the add chain, so the loop runs at the adder's throughput.
@@ -238,6 +278,6 @@ public struct Chain: ~Copyable {
     /// True when a filter register holds a subnormal number (a test hook for the denormal guard).
     public var holdsSubnormalState: Bool {
         for i in 0..<12 where equalizer.state[i].s1.isSubnormal || equalizer.state[i].s2.isSubnormal { return true }
-        return compressor.smoothedDB.isSubnormal
+        return compressor.smoothedDB.isSubnormal || multiband.holdsSubnormalState
     }
 }

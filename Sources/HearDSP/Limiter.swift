@@ -64,7 +64,8 @@ public struct Limiter: ~Copyable {
     }
 
     public mutating func set(_ values: ParameterValues) {
-        ceiling = Float(LibM.pow(10, Double(values[.limitCeiling]) / 20))
+        // The hearing profile's maximum output (mb.mpo) is a ceiling too; the lower one holds.
+        ceiling = Float(LibM.pow(10, Double(min(values[.limitCeiling], values[.mbMPO])) / 20))
         enabled = values[.limitEnable] != 0
         releaseCoefficient = LibM.exp(-1 / (Double(values[.limitRelease]) / 1000 * sampleRate))
     }

@@ -52,6 +52,18 @@ public enum Parameter: Int, CaseIterable, Sendable {
     case limitEnable
     case limitCeiling
     case limitRelease
+    // The hearing stage (multiband WDRC): bands are contiguous so the audio path can index them.
+    case mbEnable
+    case mbLeftGain1, mbLeftGain2, mbLeftGain3, mbLeftGain4, mbLeftGain5, mbLeftGain6
+    case mbRightGain1, mbRightGain2, mbRightGain3, mbRightGain4, mbRightGain5, mbRightGain6
+    case mbLeftRatio1, mbLeftRatio2, mbLeftRatio3, mbLeftRatio4, mbLeftRatio5, mbLeftRatio6
+    case mbRightRatio1, mbRightRatio2, mbRightRatio3, mbRightRatio4, mbRightRatio5, mbRightRatio6
+    case mbKnee1, mbKnee2, mbKnee3, mbKnee4, mbKnee5, mbKnee6
+    case mbExpansion
+    case mbAttack
+    case mbRelease
+    case mbMPO
+    case mbMaxGain
 
     // Ranges are chosen so that each default is one of the points a LADSPA range hint can express
     // (minimum, low, middle, high, maximum, 0, 1): bare LADSPA hosts then start at our defaults.
@@ -148,13 +160,85 @@ public enum Parameter: Int, CaseIterable, Sendable {
         case .limitRelease:
             return .init(key: "limit.release", minimum: 5, maximum: 500, defaultValue: 50, unit: "ms", scale: .logarithmic,
                          help: "Time constant of the limiter letting go")
+        case .mbEnable:
+            // Off by default: the chain sounds as before until a hearing profile is applied.
+            return .init(key: "mb.enable", minimum: 0, maximum: 1, defaultValue: 0, unit: "", scale: .toggle,
+                         help: "Hearing profile (six-band compressor fitted to an audiogram) on/off")
+        case .mbExpansion:
+            return .init(key: "mb.expansion", minimum: -90, maximum: -40, defaultValue: -65, unit: "dB", scale: .linear,
+                         help: "Band level (dBFS) below which gain falls 1 dB per dB, so the noise floor is not raised")
+        case .mbAttack:
+            return .init(key: "mb.attack", minimum: 0.5, maximum: 50, defaultValue: 5, unit: "ms", scale: .logarithmic,
+                         help: "Time constant of the band levels rising (compression setting in)")
+        case .mbRelease:
+            return .init(key: "mb.release", minimum: 10, maximum: 1000, defaultValue: 100, unit: "ms", scale: .logarithmic,
+                         help: "Time constant of the band levels falling (compression letting go)")
+        case .mbMPO:
+            return .init(key: "mb.mpo", minimum: -30, maximum: -1, defaultValue: -1, unit: "dB", scale: .linear,
+                         help: "Maximum output (dBFS sample peak): nothing, not even bypass or limit.enable 0, goes above it")
+        case .mbMaxGain:
+            return .init(key: "mb.maxgain", minimum: 0, maximum: 40, defaultValue: 30, unit: "dB", scale: .linear,
+                         help: "Most gain the whole chain may add at any frequency; settings above it are turned down")
+        default:
+            return bandSpec
         }
+    }
+
+    /// Where a per-band parameter sits: its band (0-5) and ear (0 = left, 1 = right, nil = both).
+    public var band: (index: Int, ear: Int?)? {
+        let gains = Parameter.mbLeftGain1.rawValue, knees = Parameter.mbKnee1.rawValue
+        guard rawValue >= gains && rawValue < knees + 6 else { return nil }
+        let offset = rawValue - gains
+        if rawValue >= knees { return (rawValue - knees, nil) }
+        return (offset % 6, (offset / 6) % 2)
+    }
+
+    /// The gain (dB below the kneepoint) of `band` (0-5) for `ear` (0 = left, 1 = right).
+    public static func mbGain(ear: Int, band: Int) -> Parameter {
+        Parameter(rawValue: mbLeftGain1.rawValue + 6 * min(max(ear, 0), 1) + min(max(band, 0), 5)) ?? .mbLeftGain1
+    }
+
+    /// The compression ratio of `band` (0-5) for `ear` (0 = left, 1 = right).
+    public static func mbRatio(ear: Int, band: Int) -> Parameter {
+        Parameter(rawValue: mbLeftRatio1.rawValue + 6 * min(max(ear, 0), 1) + min(max(band, 0), 5)) ?? .mbLeftRatio1
+    }
+
+    /// The compression kneepoint of `band` (0-5), both ears.
+    public static func mbKnee(band: Int) -> Parameter {
+        Parameter(rawValue: mbKnee1.rawValue + min(max(band, 0), 5)) ?? .mbKnee1
+    }
+
+    /// The frequencies band `index` covers, for help texts.
+    static func bandRange(_ index: Int) -> String {
+        let edges = ["", "354", "707", "1414", "2828", "5657", ""]
+        if index == 0 { return "below 354 Hz" }
+        if index == 5 { return "above 5657 Hz" }
+        return "\(edges[index])-\(edges[index + 1]) Hz"
+    }
+
+    var bandSpec: ParameterSpec {
+        guard let (index, ear) = band else {
+            return .init(key: "?", minimum: 0, maximum: 1, defaultValue: 0, unit: "", scale: .linear, help: "?")
+        }
+        let centre = [250, 500, 1000, 2000, 4000, 8000][index]
+        let where_ = "band \(index + 1), \(centre) Hz (\(Parameter.bandRange(index)))"
+        guard let ear else {
+            return .init(key: "mb.knee\(index + 1)", minimum: -70, maximum: -10, defaultValue: -40, unit: "dB",
+                         scale: .linear, help: "Kneepoint (band level, dBFS peak) above which \(where_) compresses")
+        }
+        let side = ear == 0 ? "left" : "right", Side = ear == 0 ? "Left" : "Right"
+        if rawValue < Parameter.mbLeftRatio1.rawValue {
+            return .init(key: "mb.\(side).gain\(index + 1)", minimum: -20, maximum: 40, defaultValue: 0, unit: "dB",
+                         scale: .linear, help: "\(Side) ear gain below the kneepoint, \(where_)")
+        }
+        return .init(key: "mb.\(side).ratio\(index + 1)", minimum: 1, maximum: 10, defaultValue: 1, unit: ":1",
+                     scale: .logarithmic, help: "\(Side) ear compression ratio above the kneepoint, \(where_)")
     }
 
     public var key: String { spec.key }
 
     /// How many parameters there are (`allCases` allocates; this does not).
-    public static var count: Int { limitRelease.rawValue + 1 }
+    public static var count: Int { mbMaxGain.rawValue + 1 }
 
     /// The parameter with this schema key, if any.
     public init?(key: String) {
@@ -165,8 +249,8 @@ public enum Parameter: Int, CaseIterable, Sendable {
 
 /// One value per parameter, fixed size and inline: safe to copy on the audio thread.
 public struct ParameterValues: Equatable, Sendable {
-    public static let capacity = 48
-    @usableFromInline var storage: InlineArray<48, Float>
+    public static let capacity = 96
+    @usableFromInline var storage: InlineArray<96, Float>
 
     /// Every parameter at its schema default (builds the specs: call off the audio thread).
     public init() {

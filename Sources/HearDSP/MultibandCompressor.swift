@@ -1,0 +1,284 @@
+// The hearing stage: wide-dynamic-range compression in six bands (Crossover), each with its own
+// gain per ear, kneepoint, ratio per ear, attack and release, and low-level expansion.
+//
+// Per band, the level is the band's peak held over one period of its lowest frequency (two
+// alternating hold blocks, so a steady tone gives a steady level, ripple-free, without a queue);
+// in stereo it is the louder channel's, so both ears see the same level and the image holds while
+// each ear gets its own gain. Two amounts are smoothed from it in dB, with the attack time
+// constant when the level rises and the release one when it falls:
+//   over  = level above the kneepoint           (compression: gain += (1/ratio - 1) * over)
+//   under = level below the expansion kneepoint (expansion:   gain -= under, at most 60 dB)
+// so the gain in dB of a band follows exact exponentials between steady states, the static curve
+// is exactly gain, gain + (1/ratio - 1)(L - knee) above the kneepoint, and onsets open the
+// expansion as fast as compression sets in. Below the kneepoint (and above the expansion
+// kneepoint) a band is linear: that gain is what a fit prescribes.
+//
+// IIR crossovers and a hold without look-ahead: the stage adds no latency.
+
+
+public struct MultibandCompressor: ~Copyable {
+    static var bandCount: Int { 6 }
+    static var scratchCapacity: Int { 256 }
+    /// The most expansion may take away, in dB.
+    static var expansionDepthDB: Double { 60 }
+
+    let sampleRate: Double
+    let channels: Int
+    var crossover: Crossover
+    /// Per ear and band, `[ear * 6 + band]`: gain below the kneepoint (dB), and output dB per
+    /// input dB above the kneepoint minus one (1/ratio - 1). They glide once per control tick.
+    var gainDB: InlineArray<12, Glide>
+    var slope: InlineArray<12, Glide>
+    var kneeDB: InlineArray<6, Glide>
+    var expansionDB: Glide
+    var moving = false
+    /// How much of the stage is mixed in; glides per sample, so switching it never clicks.
+    var amount: Glide
+    var attackSeconds: InlineArray<6, Double> = InlineArray(repeating: 0)
+    var releaseSeconds: InlineArray<6, Double> = InlineArray(repeating: 0)
+    var attackCoefficient: InlineArray<6, Double> = InlineArray(repeating: 0)
+    var releaseCoefficient: InlineArray<6, Double> = InlineArray(repeating: 0)
+    /// Level detector per band: hold length, position in the current hold, the current and the
+    /// previous hold's peak.
+    let holdLength: InlineArray<6, Int>
+    var holdCount: InlineArray<6, Int> = InlineArray(repeating: 0)
+    var holdCurrent: InlineArray<6, Float> = InlineArray(repeating: 0)
+    var holdPrevious: InlineArray<6, Float> = InlineArray(repeating: 0)
+    /// Smoothed dB above the kneepoint and below the expansion kneepoint, per band.
+    var over: InlineArray<6, Double> = InlineArray(repeating: 0)
+    var under: InlineArray<6, Double>
+    /// One piece of audio: six bands by two channels, then the two channels' sums, then a gain per channel.
+    let bands: UnsafeMutablePointer<Float>
+    let wet: UnsafeMutablePointer<Float>
+    let gains: UnsafeMutablePointer<Float>
+    var isReset = true
+    /// Deepest compression (dB, >= 0, left ear) in any band since the meter last read it.
+    public var peakReductionDB: Float = 0
+
+    public init(sampleRate: Double, channels: Int, ticksPerSecond: Double, values: ParameterValues,
+                gainCeilingDB: Double = .infinity) {
+        self.sampleRate = sampleRate
+        self.channels = min(max(channels, 1), 2)
+        crossover = Crossover(sampleRate: sampleRate)
+        func glide(_ tolerance: Double) -> Glide {
+            Glide(0, timeConstant: 0.02, stepsPerSecond: ticksPerSecond, tolerance: tolerance)
+        }
+        gainDB = InlineArray(repeating: glide(1e-4))
+        slope = InlineArray(repeating: glide(1e-6))
+        kneeDB = InlineArray(repeating: glide(1e-4))
+        expansionDB = glide(1e-4)
+        amount = Glide(0, timeConstant: 0.02, stepsPerSecond: sampleRate, tolerance: 1e-5)
+        // A hold spans one period of the band's lowest frequency: twice the period of the
+        // rectified signal, so each hold block sees a peak.
+        var hold = InlineArray<6, Int>(repeating: 1)
+        hold[0] = max(1, Int(sampleRate / 100))
+        for band in 1..<6 { hold[band] = max(1, Int(sampleRate / crossover.crossovers[band - 1])) }
+        holdLength = hold
+        under = InlineArray(repeating: Self.expansionDepthDB)
+        let capacity = Self.scratchCapacity
+        bands = .allocate(capacity: 12 * capacity)
+        bands.initialize(repeating: 0, count: 12 * capacity)
+        wet = .allocate(capacity: 2 * capacity)
+        wet.initialize(repeating: 0, count: 2 * capacity)
+        gains = .allocate(capacity: 2 * capacity)
+        gains.initialize(repeating: 0, count: 2 * capacity)
+        set(values, gainCeilingDB: gainCeilingDB)
+        snap()
+    }
+
+    deinit {
+        bands.deallocate()
+        wet.deallocate()
+        gains.deallocate()
+    }
+
+    /// Sets new targets, reached by gliding in `tick()`. Band gains are held at or below
+    /// `gainCeilingDB` (the chain's gain cap, less what the other stages add).
+    public mutating func set(_ values: ParameterValues, gainCeilingDB: Double = .infinity) {
+        let firstGain = Parameter.mbLeftGain1.rawValue, firstRatio = Parameter.mbLeftRatio1.rawValue
+        let firstKnee = Parameter.mbKnee1.rawValue
+        for k in 0..<12 {
+            gainDB[k].target = min(Double(values[firstGain + k]), gainCeilingDB)
+            slope[k].target = 1 / Double(max(values[firstRatio + k], 1)) - 1
+        }
+        for band in 0..<Self.bandCount { kneeDB[band].target = Double(values[firstKnee + band]) }
+        expansionDB.target = Double(values[.mbExpansion])
+        amount.target = values[.mbEnable] != 0 ? 1 : 0
+        let attack = Double(values[.mbAttack]) / 1000, release = Double(values[.mbRelease]) / 1000
+        for band in 0..<Self.bandCount { setTimes(band: band, attack: attack, release: release) }
+        moving = true
+    }
+
+    /// Attack and release of one band, in seconds; coefficients are recomputed only when they move.
+    public mutating func setTimes(band: Int, attack: Double, release: Double) {
+        guard band >= 0 && band < Self.bandCount else { return }
+        if !(attack == attackSeconds[band]) {
+            attackSeconds[band] = attack
+            attackCoefficient[band] = LibM.exp(-1 / (max(attack, 1e-5) * sampleRate))
+        }
+        if !(release == releaseSeconds[band]) {
+            releaseSeconds[band] = release
+            releaseCoefficient[band] = LibM.exp(-1 / (max(release, 1e-5) * sampleRate))
+        }
+    }
+
+    /// Jumps to the targets at once (at start-up, where there is nothing to glide from).
+    public mutating func snap() {
+        for k in 0..<12 {
+            gainDB[k].jump(to: gainDB[k].target)
+            slope[k].jump(to: slope[k].target)
+        }
+        for band in 0..<Self.bandCount { kneeDB[band].jump(to: kneeDB[band].target) }
+        expansionDB.jump(to: expansionDB.target)
+        amount.jump(to: amount.target)
+        moving = false
+    }
+
+    /// True when the stage is off and faded out: processing would change nothing.
+    public var isIdle: Bool { amount.isSettled && amount.value == 0 }
+
+    /// Once per control period: glide the settings one step, flush decayed filter registers.
+    @inline(__always) public mutating func tick() {
+        if isIdle {
+            // Off: start clean the next time it is switched on.
+            if !isReset { reset() }
+            return
+        }
+        crossover.flushTiny()
+        guard moving else { return }
+        var stillMoving = false
+        for k in 0..<12 where !(gainDB[k].isSettled && slope[k].isSettled) {
+            gainDB[k].step(); slope[k].step()
+            stillMoving = true
+        }
+        for band in 0..<Self.bandCount where !kneeDB[band].isSettled {
+            kneeDB[band].step()
+            stillMoving = true
+        }
+        if !expansionDB.isSettled { expansionDB.step(); stillMoving = true }
+        moving = stillMoving
+    }
+
+    /// Processes `count` samples of one or two channels in place.
+    @_noLocks public mutating func process(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
+                                           count: Int) {
+        if isIdle { return }
+        isReset = false
+        var done = 0
+        while done < count {
+            let piece = min(count - done, Self.scratchCapacity)
+            processPiece(left + done, channels == 2 ? right.map { $0 + done } : nil, count: piece)
+            done += piece
+        }
+    }
+
+    @inline(__always) mutating func processPiece(_ left: UnsafeMutablePointer<Float>,
+                                                 _ right: UnsafeMutablePointer<Float>?, count: Int) {
+        let capacity = Self.scratchCapacity
+        // 1. Split into bands (both channels in one pass).
+        if let right {
+            for i in 0..<count {
+                let split = crossover.split(SIMD2(Double(left[i]), Double(right[i])))
+                for band in 0..<Self.bandCount {
+                    bands[2 * band * capacity + i] = Float(split[band][0])
+                    bands[(2 * band + 1) * capacity + i] = Float(split[band][1])
+                }
+            }
+        } else {
+            for i in 0..<count {
+                let split = crossover.split(SIMD2(Double(left[i]), 0))
+                for band in 0..<Self.bandCount { bands[2 * band * capacity + i] = Float(split[band][0]) }
+            }
+        }
+        // 2. Per band: level, gain per ear, and the sum of the bands.
+        let wetLeft = wet, wetRight = wet + capacity
+        for i in 0..<count { wetLeft[i] = 0; wetRight[i] = 0 }
+        for band in 0..<Self.bandCount { processBand(band, stereo: right != nil, count: count) }
+        // 3. Out, crossfaded with the input while the stage switches on or off.
+        if amount.isSettled {
+            for i in 0..<count { left[i] = wetLeft[i] }
+            if let right { for i in 0..<count { right[i] = wetRight[i] } }
+            return
+        }
+        var mix = amount
+        for i in 0..<count {
+            mix.step()
+            let a = Float(mix.value)
+            left[i] += a * (wetLeft[i] - left[i])
+            if let right { right[i] += a * (wetRight[i] - right[i]) }
+        }
+        amount = mix
+    }
+
+    @inline(__always) mutating func processBand(_ band: Int, stereo: Bool, count: Int) {
+        let capacity = Self.scratchCapacity
+        let bandLeft = bands + 2 * band * capacity, bandRight = bandLeft + capacity
+        let gainLeft = gains, gainRight = gains + capacity
+        let length = holdLength[band]
+        var current = holdCurrent[band], previous = holdPrevious[band], position = holdCount[band]
+        var overDB = over[band], underDB = under[band]
+        let attack = attackCoefficient[band], release = releaseCoefficient[band]
+        let knee = kneeDB[band].value, expansion = expansionDB.value, depth = Self.expansionDepthDB
+        // Gains in log2 units (dB / 20 * log2 10), so the loop ends in one exp2.
+        let toLog2 = 0.16609640474436813
+        let leftGain = gainDB[band].value * toLog2, leftSlope = slope[band].value * toLog2
+        let rightGain = gainDB[6 + band].value * toLog2, rightSlope = slope[6 + band].value * toLog2
+        var deepest = 0.0
+        for i in 0..<count {
+            let peak = stereo ? max(abs(bandLeft[i]), abs(bandRight[i])) : abs(bandLeft[i])
+            current = max(current, peak)
+            let held = max(current, previous)
+            position += 1
+            if position >= length {
+                previous = current
+                current = 0
+                position = 0
+            }
+            // 20 log10 via log2; the floor keeps silence finite (-200 dBFS).
+            let levelDB = 6.020599913279624 * Double(FastMath.log2(max(held, 1e-10)))
+            let overTarget = max(levelDB - knee, 0)
+            let underTarget = min(max(expansion - levelDB, 0), depth)
+            // Rising level: attack for both (compression sets in, expansion opens); falling: release.
+            let overCoefficient = overTarget > overDB ? attack : release
+            overDB = overCoefficient * overDB + (1 - overCoefficient) * overTarget
+            let underCoefficient = underTarget < underDB ? attack : release
+            underDB = underCoefficient * underDB + (1 - underCoefficient) * underTarget
+            deepest = min(deepest, leftSlope * overDB)
+            let common = underDB * toLog2
+            gainLeft[i] = Float(leftGain + leftSlope * overDB - common)
+            gainRight[i] = Float(rightGain + rightSlope * overDB - common)
+        }
+        holdCurrent[band] = current
+        holdPrevious[band] = previous
+        holdCount[band] = position
+        over[band] = overDB
+        under[band] = underDB
+        peakReductionDB = max(peakReductionDB, Float(-deepest / toLog2))
+
+        let wetLeft = wet, wetRight = wet + capacity
+        for i in 0..<count { wetLeft[i] += FastMath.exp2(gainLeft[i]) * bandLeft[i] }
+        if stereo { for i in 0..<count { wetRight[i] += FastMath.exp2(gainRight[i]) * bandRight[i] } }
+    }
+
+    public mutating func reset() {
+        crossover.reset()
+        holdCount = InlineArray(repeating: 0)
+        holdCurrent = InlineArray(repeating: 0)
+        holdPrevious = InlineArray(repeating: 0)
+        over = InlineArray(repeating: 0)
+        under = InlineArray(repeating: Self.expansionDepthDB)
+        isReset = true
+    }
+
+    /// The gain (dB) band `band` applies for `ear` right now: its gain, less compression and expansion.
+    public func currentGainDB(band: Int, ear: Int) -> Double {
+        let b = min(max(band, 0), 5), k = min(max(ear, 0), 1) * 6 + b
+        return gainDB[k].value + slope[k].value * over[b] - under[b]
+    }
+
+    /// True when a filter register holds a subnormal number (a test hook for the denormal guard).
+    public var holdsSubnormalState: Bool { crossover.holdsSubnormalState }
+
+    /// The crossover's designed band responses, for fitting and for tests.
+    public var design: Crossover { crossover }
+}
