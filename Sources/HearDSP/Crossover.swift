@@ -150,28 +150,41 @@ public struct Crossover: Sendable {
         self.sections = sections
     }
 
-    /// Splits one frame (both channels in the lanes) into the six bands.
-    @inline(__always) mutating func split(_ x: SIMD2<Double>) -> InlineArray<6, SIMD2<Double>> {
+    /// Splits `count` frames into six bands: band b of channel c goes to `bands + (2b + c) * stride`.
+    /// Coefficients and registers live in locals for the whole loop, so they stay in registers.
+    @inline(__always) mutating func split(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
+                                          count: Int, into bands: UnsafeMutablePointer<Float>, stride: Int) {
         let c = sections
-        var bands = InlineArray<6, SIMD2<Double>>(repeating: .zero)
-        // Root split at 1414 Hz.
-        let low3 = state[7].process(state[6].process(x, c[6]), c[7])
-        let high3 = state[8].process(x, c[8]) - low3
-        // Low branch: compensate the high branch's splits, then split at 354 and 707 Hz.
-        let low = state[Self.compLow5].process(state[Self.compLow4].process(low3, c[Self.compLow4]), c[Self.compLow5])
-        let band1 = state[1].process(state[0].process(low, c[0]), c[1])
-        let rest1 = state[2].process(low, c[2]) - band1
-        bands[0] = state[Self.compBand1].process(band1, c[Self.compBand1])
-        bands[1] = state[4].process(state[3].process(rest1, c[3]), c[4])
-        bands[2] = state[5].process(rest1, c[5]) - bands[1]
-        // High branch: compensate the low branch's splits, then split at 2828 and 5657 Hz.
-        let high = state[Self.compHigh2].process(state[Self.compHigh1].process(high3, c[Self.compHigh1]), c[Self.compHigh2])
-        let band4 = state[10].process(state[9].process(high, c[9]), c[10])
-        let rest4 = state[11].process(high, c[11]) - band4
-        bands[3] = state[Self.compBand4].process(band4, c[Self.compBand4])
-        bands[4] = state[13].process(state[12].process(rest4, c[12]), c[13])
-        bands[5] = state[14].process(rest4, c[14]) - bands[4]
-        return bands
+        var s = state
+        let b0 = bands, b1 = bands + 2 * stride, b2 = bands + 4 * stride
+        let b3 = bands + 6 * stride, b4 = bands + 8 * stride, b5 = bands + 10 * stride
+        for i in 0..<count {
+            let x = SIMD2(Double(left[i]), Double(right?[i] ?? 0))
+            // Root split at 1414 Hz.
+            let low3 = s[7].process(s[6].process(x, c[6]), c[7])
+            let high3 = s[8].process(x, c[8]) - low3
+            // Low branch: compensate the high branch's splits, then split at 354 and 707 Hz.
+            let low = s[Self.compLow5].process(s[Self.compLow4].process(low3, c[Self.compLow4]), c[Self.compLow5])
+            let band1 = s[1].process(s[0].process(low, c[0]), c[1])
+            let rest1 = s[2].process(low, c[2]) - band1
+            let y0 = s[Self.compBand1].process(band1, c[Self.compBand1])
+            let y1 = s[4].process(s[3].process(rest1, c[3]), c[4])
+            let y2 = s[5].process(rest1, c[5]) - y1
+            // High branch: compensate the low branch's splits, then split at 2828 and 5657 Hz.
+            let high = s[Self.compHigh2].process(s[Self.compHigh1].process(high3, c[Self.compHigh1]), c[Self.compHigh2])
+            let band4 = s[10].process(s[9].process(high, c[9]), c[10])
+            let rest4 = s[11].process(high, c[11]) - band4
+            let y3 = s[Self.compBand4].process(band4, c[Self.compBand4])
+            let y4 = s[13].process(s[12].process(rest4, c[12]), c[13])
+            let y5 = s[14].process(rest4, c[14]) - y4
+            b0[i] = Float(y0[0]); b0[stride + i] = Float(y0[1])
+            b1[i] = Float(y1[0]); b1[stride + i] = Float(y1[1])
+            b2[i] = Float(y2[0]); b2[stride + i] = Float(y2[1])
+            b3[i] = Float(y3[0]); b3[stride + i] = Float(y3[1])
+            b4[i] = Float(y4[0]); b4[stride + i] = Float(y4[1])
+            b5[i] = Float(y5[0]); b5[stride + i] = Float(y5[1])
+        }
+        state = s
     }
 
     /// Once per control tick: registers that decayed to nothing are zeroed before they turn subnormal.

@@ -1,6 +1,10 @@
 // The hearing stage: wide-dynamic-range compression in six bands (Crossover), each with its own
 // gain per ear, kneepoint, ratio per ear, attack and release, and low-level expansion.
 //
+// Levels and gains are computed once per step of a few samples (8 at 48 kHz, about 0.17 ms;
+// attack times are 0.5 ms and longer), and each ear's linear gain ramps across the step, so the
+// per-sample work is a multiply-add per band and ear.
+//
 // Per band, the level is the band's peak held over one period of its lowest frequency (two
 // alternating hold blocks, so a steady tone gives a steady level, ripple-free, without a queue);
 // in stereo it is the louder channel's, so both ears see the same level and the image holds while
@@ -38,8 +42,12 @@ public struct MultibandCompressor: ~Copyable {
     var releaseSeconds: InlineArray<6, Double> = InlineArray(repeating: 0)
     var attackCoefficient: InlineArray<6, Double> = InlineArray(repeating: 0)
     var releaseCoefficient: InlineArray<6, Double> = InlineArray(repeating: 0)
-    /// Level detector per band: hold length, position in the current hold, the current and the
-    /// previous hold's peak.
+    /// Samples per level and gain update, and how far into the current step the audio is.
+    let step: Int
+    var stepPosition = 0
+    /// Level detector per band: the peak of the current step, hold length (in steps), position in
+    /// the current hold, the current and the previous hold's peak.
+    var stepPeak: InlineArray<6, Float> = InlineArray(repeating: 0)
     let holdLength: InlineArray<6, Int>
     var holdCount: InlineArray<6, Int> = InlineArray(repeating: 0)
     var holdCurrent: InlineArray<6, Float> = InlineArray(repeating: 0)
@@ -47,10 +55,14 @@ public struct MultibandCompressor: ~Copyable {
     /// Smoothed dB above the kneepoint and below the expansion kneepoint, per band.
     var over: InlineArray<6, Double> = InlineArray(repeating: 0)
     var under: InlineArray<6, Double>
-    /// One piece of audio: six bands by two channels, then the two channels' sums, then a gain per channel.
+    /// Per ear and band, `[ear * 6 + band]`: the linear gain at the start of the current step, and
+    /// its increment per sample until the end of the step. The gain at a sample depends only on
+    /// its place in the step, so however the host splits the audio, the samples are the same.
+    var linearGain: InlineArray<12, Float> = InlineArray(repeating: 0)
+    var linearStep: InlineArray<12, Float> = InlineArray(repeating: 0)
+    /// One piece of audio: six bands by two channels, then the two channels' sums.
     let bands: UnsafeMutablePointer<Float>
     let wet: UnsafeMutablePointer<Float>
-    let gains: UnsafeMutablePointer<Float>
     var isReset = true
     /// Deepest compression (dB, >= 0, left ear) in any band since the meter last read it.
     public var peakReductionDB: Float = 0
@@ -68,11 +80,14 @@ public struct MultibandCompressor: ~Copyable {
         kneeDB = InlineArray(repeating: glide(1e-4))
         expansionDB = glide(1e-4)
         amount = Glide(0, timeConstant: 0.02, stepsPerSecond: sampleRate, tolerance: 1e-5)
+        step = max(1, Int(sampleRate / 6000))
         // A hold spans one period of the band's lowest frequency: twice the period of the
         // rectified signal, so each hold block sees a peak.
         var hold = InlineArray<6, Int>(repeating: 1)
-        hold[0] = max(1, Int(sampleRate / 100))
-        for band in 1..<6 { hold[band] = max(1, Int(sampleRate / crossover.crossovers[band - 1])) }
+        for band in 0..<6 {
+            let samples = band == 0 ? sampleRate / 100 : sampleRate / crossover.crossovers[band - 1]
+            hold[band] = max(1, Int((samples / Double(step)).rounded(.up)))
+        }
         holdLength = hold
         under = InlineArray(repeating: Self.expansionDepthDB)
         let capacity = Self.scratchCapacity
@@ -80,8 +95,6 @@ public struct MultibandCompressor: ~Copyable {
         bands.initialize(repeating: 0, count: 12 * capacity)
         wet = .allocate(capacity: 2 * capacity)
         wet.initialize(repeating: 0, count: 2 * capacity)
-        gains = .allocate(capacity: 2 * capacity)
-        gains.initialize(repeating: 0, count: 2 * capacity)
         set(values, gainCeilingDB: gainCeilingDB)
         snap()
     }
@@ -89,7 +102,6 @@ public struct MultibandCompressor: ~Copyable {
     deinit {
         bands.deallocate()
         wet.deallocate()
-        gains.deallocate()
     }
 
     /// Sets new targets, reached by gliding in `tick()`. Band gains are held at or below
@@ -114,11 +126,11 @@ public struct MultibandCompressor: ~Copyable {
         guard band >= 0 && band < Self.bandCount else { return }
         if !(attack == attackSeconds[band]) {
             attackSeconds[band] = attack
-            attackCoefficient[band] = LibM.exp(-1 / (max(attack, 1e-5) * sampleRate))
+            attackCoefficient[band] = LibM.exp(-Double(step) / (max(attack, 1e-5) * sampleRate))
         }
         if !(release == releaseSeconds[band]) {
             releaseSeconds[band] = release
-            releaseCoefficient[band] = LibM.exp(-1 / (max(release, 1e-5) * sampleRate))
+            releaseCoefficient[band] = LibM.exp(-Double(step) / (max(release, 1e-5) * sampleRate))
         }
     }
 
@@ -176,24 +188,12 @@ public struct MultibandCompressor: ~Copyable {
                                                  _ right: UnsafeMutablePointer<Float>?, count: Int) {
         let capacity = Self.scratchCapacity
         // 1. Split into bands (both channels in one pass).
-        if let right {
-            for i in 0..<count {
-                let split = crossover.split(SIMD2(Double(left[i]), Double(right[i])))
-                for band in 0..<Self.bandCount {
-                    bands[2 * band * capacity + i] = Float(split[band][0])
-                    bands[(2 * band + 1) * capacity + i] = Float(split[band][1])
-                }
-            }
-        } else {
-            for i in 0..<count {
-                let split = crossover.split(SIMD2(Double(left[i]), 0))
-                for band in 0..<Self.bandCount { bands[2 * band * capacity + i] = Float(split[band][0]) }
-            }
-        }
+        crossover.split(left, right, count: count, into: bands, stride: capacity)
         // 2. Per band: level, gain per ear, and the sum of the bands.
         let wetLeft = wet, wetRight = wet + capacity
         for i in 0..<count { wetLeft[i] = 0; wetRight[i] = 0 }
         for band in 0..<Self.bandCount { processBand(band, stereo: right != nil, count: count) }
+        stepPosition = (stepPosition + count) % step
         // 3. Out, crossfaded with the input while the stage switches on or off.
         if amount.isSettled {
             for i in 0..<count { left[i] = wetLeft[i] }
@@ -213,55 +213,90 @@ public struct MultibandCompressor: ~Copyable {
     @inline(__always) mutating func processBand(_ band: Int, stereo: Bool, count: Int) {
         let capacity = Self.scratchCapacity
         let bandLeft = bands + 2 * band * capacity, bandRight = bandLeft + capacity
-        let gainLeft = gains, gainRight = gains + capacity
-        let length = holdLength[band]
-        var current = holdCurrent[band], previous = holdPrevious[band], position = holdCount[band]
-        var overDB = over[band], underDB = under[band]
-        let attack = attackCoefficient[band], release = releaseCoefficient[band]
-        let knee = kneeDB[band].value, expansion = expansionDB.value, depth = Self.expansionDepthDB
-        // Gains in log2 units (dB / 20 * log2 10), so the loop ends in one exp2.
-        let toLog2 = 0.16609640474436813
-        let leftGain = gainDB[band].value * toLog2, leftSlope = slope[band].value * toLog2
-        let rightGain = gainDB[6 + band].value * toLog2, rightSlope = slope[6 + band].value * toLog2
-        var deepest = 0.0
-        for i in 0..<count {
-            let peak = stereo ? max(abs(bandLeft[i]), abs(bandRight[i])) : abs(bandLeft[i])
-            current = max(current, peak)
-            let held = max(current, previous)
-            position += 1
-            if position >= length {
-                previous = current
-                current = 0
-                position = 0
+        let wetLeft = wet, wetRight = wet + capacity
+        let step = self.step
+        var position = stepPosition
+        var peak = stepPeak[band]
+        var startLeft = linearGain[band], startRight = linearGain[6 + band]
+        var deltaLeft = linearStep[band], deltaRight = linearStep[6 + band]
+        var i = 0
+        while i < count {
+            // To the end of the step: the peak, and the bands under their ramping gains.
+            let n = min(step - position, count - i)
+            var peak0: Float = 0, peak1: Float = 0
+            for k in 0..<n {
+                let ramp = Float(position + k + 1)
+                let x = bandLeft[i + k]
+                peak0 = max(peak0, abs(x))
+                wetLeft[i + k] += (startLeft + deltaLeft * ramp) * x
             }
-            // 20 log10 via log2; the floor keeps silence finite (-200 dBFS).
-            let levelDB = 6.020599913279624 * Double(FastMath.log2(max(held, 1e-10)))
-            let overTarget = max(levelDB - knee, 0)
-            let underTarget = min(max(expansion - levelDB, 0), depth)
-            // Rising level: attack for both (compression sets in, expansion opens); falling: release.
-            let overCoefficient = overTarget > overDB ? attack : release
-            overDB = overCoefficient * overDB + (1 - overCoefficient) * overTarget
-            let underCoefficient = underTarget < underDB ? attack : release
-            underDB = underCoefficient * underDB + (1 - underCoefficient) * underTarget
-            deepest = min(deepest, leftSlope * overDB)
-            let common = underDB * toLog2
-            gainLeft[i] = Float(leftGain + leftSlope * overDB - common)
-            gainRight[i] = Float(rightGain + rightSlope * overDB - common)
+            if stereo {
+                for k in 0..<n {
+                    let ramp = Float(position + k + 1)
+                    let x = bandRight[i + k]
+                    peak1 = max(peak1, abs(x))
+                    wetRight[i + k] += (startRight + deltaRight * ramp) * x
+                }
+            }
+            peak = max(peak, max(peak0, peak1))
+            i += n
+            position += n
+            guard position >= step else { break }
+            position = 0
+            // End of a step: the new level, and gains to ramp to over the next step.
+            let (targetLeft, targetRight) = updateLevel(band, peak: peak)
+            peak = 0
+            let inverseStep = 1 / Float(step)
+            startLeft += deltaLeft * Float(step)
+            startRight += deltaRight * Float(step)
+            deltaLeft = (targetLeft - startLeft) * inverseStep
+            deltaRight = (targetRight - startRight) * inverseStep
+        }
+        stepPeak[band] = peak
+        linearGain[band] = startLeft
+        linearGain[6 + band] = startRight
+        linearStep[band] = deltaLeft
+        linearStep[6 + band] = deltaRight
+    }
+
+    /// One step of band `band`'s level detector with this step's peak; its gain per ear, linear.
+    @inline(__always) mutating func updateLevel(_ band: Int, peak: Float) -> (Float, Float) {
+        var current = max(holdCurrent[band], peak)
+        let held = max(current, holdPrevious[band])
+        holdCount[band] += 1
+        if holdCount[band] >= holdLength[band] {
+            holdPrevious[band] = current
+            current = 0
+            holdCount[band] = 0
         }
         holdCurrent[band] = current
-        holdPrevious[band] = previous
-        holdCount[band] = position
+        // 20 log10 via log2; the floor keeps silence finite (-200 dBFS).
+        let levelDB = 6.020599913279624 * Double(FastMath.log2(max(held, 1e-10)))
+        let overTarget = max(levelDB - kneeDB[band].value, 0)
+        let underTarget = min(max(expansionDB.value - levelDB, 0), Self.expansionDepthDB)
+        // Rising level: attack for both (compression sets in, expansion opens); falling: release.
+        let attack = attackCoefficient[band], release = releaseCoefficient[band]
+        let overCoefficient = overTarget > over[band] ? attack : release
+        let overDB = overCoefficient * over[band] + (1 - overCoefficient) * overTarget
+        let underCoefficient = underTarget < under[band] ? attack : release
+        let underDB = underCoefficient * under[band] + (1 - underCoefficient) * underTarget
         over[band] = overDB
         under[band] = underDB
-        peakReductionDB = max(peakReductionDB, Float(-deepest / toLog2))
-
-        let wetLeft = wet, wetRight = wet + capacity
-        for i in 0..<count { wetLeft[i] += FastMath.exp2(gainLeft[i]) * bandLeft[i] }
-        if stereo { for i in 0..<count { wetRight[i] += FastMath.exp2(gainRight[i]) * bandRight[i] } }
+        let leftSlope = slope[band].value
+        peakReductionDB = max(peakReductionDB, Float(-leftSlope * overDB))
+        // Gains in log2 units (dB / 20 * log2 10) for exp2.
+        let toLog2 = 0.16609640474436813
+        let left = (gainDB[band].value + leftSlope * overDB - underDB) * toLog2
+        let right = (gainDB[6 + band].value + slope[6 + band].value * overDB - underDB) * toLog2
+        return (FastMath.exp2(Float(left)), FastMath.exp2(Float(right)))
     }
 
     public mutating func reset() {
         crossover.reset()
+        stepPosition = 0
+        stepPeak = InlineArray(repeating: 0)
+        linearGain = InlineArray(repeating: 0)
+        linearStep = InlineArray(repeating: 0)
         holdCount = InlineArray(repeating: 0)
         holdCurrent = InlineArray(repeating: 0)
         holdPrevious = InlineArray(repeating: 0)

@@ -117,16 +117,17 @@ import TestSupport
     }
 
     /// The time constant of an exponential approach from the first to the last of `values` (one
-    /// per step): the steps between covering 1 - 1/e and 1 - 1/e^2 of the way. Measured between
-    /// two marks, so the delay before the level detector sees a change does not count.
+    /// per step), from two points on it: where it has covered 1 - 1/e and 1 - 1/e^3 of the way,
+    /// tau = (t2 - t1) / ln(r1 / r2) with r the distance left. Measured between two points, so the
+    /// delay before the level detector sees a change does not count.
     static func timeConstant(_ values: [Double]) -> Double? {
         guard let start = values.first, let end = values.last else { return nil }
         func crossing(_ fraction: Double) -> Int? {
             let mark = start + (end - start) * fraction
             return values.firstIndex(where: { end < start ? $0 <= mark : $0 >= mark })
         }
-        guard let first = crossing(1 - exp(-1.0)), let second = crossing(1 - exp(-2.0)) else { return nil }
-        return Double(second - first)
+        guard let first = crossing(1 - exp(-1.0)), let second = crossing(1 - exp(-3.0)) else { return nil }
+        return Double(second - first) / log(abs(values[first] - end) / abs(values[second] - end))
     }
 
     @Test(arguments: [(2, 5.0, 100.0), (3, 10.0, 300.0), (4, 2.0, 50.0)])
