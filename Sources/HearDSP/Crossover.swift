@@ -60,11 +60,21 @@ extension Biquad {
     }
 }
 
+/// A biquad's coefficients in both lanes, so the sample loop multiplies vectors without splatting.
+struct StereoBiquad: Sendable {
+    var b0: SIMD2<Double>, b1: SIMD2<Double>, b2: SIMD2<Double>, a1: SIMD2<Double>, a2: SIMD2<Double>
+
+    init(_ c: Biquad) {
+        b0 = SIMD2(repeating: c.b0); b1 = SIMD2(repeating: c.b1); b2 = SIMD2(repeating: c.b2)
+        a1 = SIMD2(repeating: c.a1); a2 = SIMD2(repeating: c.a2)
+    }
+}
+
 /// Transposed direct form II registers for both channels at once.
 struct StereoBiquadState: Sendable {
     var s1 = SIMD2<Double>(0, 0), s2 = SIMD2<Double>(0, 0)
 
-    @inline(__always) mutating func process(_ x: SIMD2<Double>, _ c: Biquad) -> SIMD2<Double> {
+    @inline(__always) mutating func process(_ x: SIMD2<Double>, _ c: StereoBiquad) -> SIMD2<Double> {
         let y = c.b0 * x + s1
         s1 = c.b1 * x - c.a1 * y + s2
         s2 = c.b2 * x - c.a2 * y
@@ -112,6 +122,7 @@ public struct Crossover: Sendable {
     /// The crossovers in use: the nominal ones, held below the Nyquist frequency at low rates.
     public let crossovers: InlineArray<5, Double>
     let sections: InlineArray<21, Biquad>
+    let stereoSections: InlineArray<21, StereoBiquad>
     var state: InlineArray<21, StereoBiquadState> = InlineArray(repeating: StereoBiquadState())
 
     // Section indices: split k uses 3k (low-pass a), 3k+1 (low-pass b), 3k+2 (all-pass).
@@ -148,13 +159,16 @@ public struct Crossover: Sendable {
         sections[Self.compHigh2] = sections[3 * 1 + 2]
         sections[Self.compBand4] = sections[3 * 4 + 2]
         self.sections = sections
+        var stereo = InlineArray<21, StereoBiquad>(repeating: StereoBiquad(.identity))
+        for k in 0..<21 { stereo[k] = StereoBiquad(sections[k]) }
+        stereoSections = stereo
     }
 
     /// Splits `count` frames into six bands: band b of channel c goes to `bands + (2b + c) * stride`.
     /// Coefficients and registers live in locals for the whole loop, so they stay in registers.
     @inline(__always) mutating func split(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                           count: Int, into bands: UnsafeMutablePointer<Float>, stride: Int) {
-        let c = sections
+        let c = stereoSections
         var s = state
         let b0 = bands, b1 = bands + 2 * stride, b2 = bands + 4 * stride
         let b3 = bands + 6 * stride, b4 = bands + 8 * stride, b5 = bands + 10 * stride

@@ -60,9 +60,12 @@ public struct MultibandCompressor: ~Copyable {
     /// its place in the step, so however the host splits the audio, the samples are the same.
     var linearGain: InlineArray<12, Float> = InlineArray(repeating: 0)
     var linearStep: InlineArray<12, Float> = InlineArray(repeating: 0)
-    /// One piece of audio: six bands by two channels, then the two channels' sums.
+    /// One piece of audio: six bands by two channels, the two channels' sums, a gain per sample
+    /// and ear for the band being worked on; and 1, 2, 3, ... (the ramp across a step).
     let bands: UnsafeMutablePointer<Float>
     let wet: UnsafeMutablePointer<Float>
+    let gains: UnsafeMutablePointer<Float>
+    let ramp: UnsafeMutablePointer<Float>
     var isReset = true
     /// Deepest compression (dB, >= 0, left ear) in any band since the meter last read it.
     public var peakReductionDB: Float = 0
@@ -95,6 +98,10 @@ public struct MultibandCompressor: ~Copyable {
         bands.initialize(repeating: 0, count: 12 * capacity)
         wet = .allocate(capacity: 2 * capacity)
         wet.initialize(repeating: 0, count: 2 * capacity)
+        gains = .allocate(capacity: 2 * capacity)
+        gains.initialize(repeating: 0, count: 2 * capacity)
+        ramp = .allocate(capacity: step)
+        for k in 0..<step { (ramp + k).initialize(to: Float(k + 1)) }
         set(values, gainCeilingDB: gainCeilingDB)
         snap()
     }
@@ -102,6 +109,8 @@ public struct MultibandCompressor: ~Copyable {
     deinit {
         bands.deallocate()
         wet.deallocate()
+        gains.deallocate()
+        ramp.deallocate()
     }
 
     /// Sets new targets, reached by gliding in `tick()`. Band gains are held at or below
@@ -213,34 +222,31 @@ public struct MultibandCompressor: ~Copyable {
     @inline(__always) mutating func processBand(_ band: Int, stereo: Bool, count: Int) {
         let capacity = Self.scratchCapacity
         let bandLeft = bands + 2 * band * capacity, bandRight = bandLeft + capacity
-        let wetLeft = wet, wetRight = wet + capacity
+        let gainLeft = gains, gainRight = gains + capacity
         let step = self.step
         var position = stepPosition
         var peak = stepPeak[band]
         var startLeft = linearGain[band], startRight = linearGain[6 + band]
         var deltaLeft = linearStep[band], deltaRight = linearStep[6 + band]
         var i = 0
+        // Step by step: each sample's gain on the ramp, and the step's peak.
         while i < count {
-            // To the end of the step: the peak, and the bands under their ramping gains.
-            let n = min(step - position, count - i)
-            var peak0: Float = 0, peak1: Float = 0
+            let n = min(step &- position, count &- i)
+            let x = bandLeft + i, y = bandRight + i, r = ramp + position
+            let outLeft = gainLeft + i, outRight = gainRight + i
             for k in 0..<n {
-                let ramp = Float(position + k + 1)
-                let x = bandLeft[i + k]
-                peak0 = max(peak0, abs(x))
-                wetLeft[i + k] += (startLeft + deltaLeft * ramp) * x
+                outLeft[k] = startLeft + deltaLeft * r[k]
+                outRight[k] = startRight + deltaRight * r[k]
             }
+            var top: Float = 0
             if stereo {
-                for k in 0..<n {
-                    let ramp = Float(position + k + 1)
-                    let x = bandRight[i + k]
-                    peak1 = max(peak1, abs(x))
-                    wetRight[i + k] += (startRight + deltaRight * ramp) * x
-                }
+                for k in 0..<n { top = max(top, max(abs(x[k]), abs(y[k]))) }
+            } else {
+                for k in 0..<n { top = max(top, abs(x[k])) }
             }
-            peak = max(peak, max(peak0, peak1))
-            i += n
-            position += n
+            peak = max(peak, top)
+            i &+= n
+            position &+= n
             guard position >= step else { break }
             position = 0
             // End of a step: the new level, and gains to ramp to over the next step.
@@ -257,6 +263,10 @@ public struct MultibandCompressor: ~Copyable {
         linearGain[6 + band] = startRight
         linearStep[band] = deltaLeft
         linearStep[6 + band] = deltaRight
+        // The band under its gains, into the sum (vectorizes).
+        let wetLeft = wet, wetRight = wet + capacity
+        for k in 0..<count { wetLeft[k] += gainLeft[k] * bandLeft[k] }
+        if stereo { for k in 0..<count { wetRight[k] += gainRight[k] * bandRight[k] } }
     }
 
     /// One step of band `band`'s level detector with this step's peak; its gain per ear, linear.
