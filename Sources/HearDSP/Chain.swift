@@ -192,7 +192,10 @@ public struct Chain: ~Copyable {
         Self.meter(left, right, count: count, peak: &meters.outputPeak, squares: &meters.outputSquares)
         meters.frames += count
         // Stages keep their deepest reduction since last asked; the meters keep it until read.
-        meters.compressorReductionDB = max(meters.compressorReductionDB, compressor.peakReductionDB)
+        // The hearing stage compresses too: its deepest band reduction counts as the compressor's.
+        meters.compressorReductionDB = max(max(meters.compressorReductionDB, compressor.peakReductionDB),
+                                           multiband.peakReductionDB)
+        multiband.peakReductionDB = 0
         meters.limiterReductionDB = max(meters.limiterReductionDB, limiter.peakReductionDB)
         compressor.peakReductionDB = 0
         limiter.peakReductionDB = 0

@@ -74,7 +74,7 @@ struct StereoBiquad: Sendable {
 struct StereoBiquadState: Sendable {
     var s1 = SIMD2<Double>(0, 0), s2 = SIMD2<Double>(0, 0)
 
-    @inline(__always) mutating func process(_ x: SIMD2<Double>, _ c: StereoBiquad) -> SIMD2<Double> {
+    @inline(__always) mutating func filter(_ x: SIMD2<Double>, _ c: StereoBiquad) -> SIMD2<Double> {
         let y = c.b0 * x + s1
         s1 = c.b1 * x - c.a1 * y + s2
         s2 = c.b2 * x - c.a2 * y
@@ -175,22 +175,22 @@ public struct Crossover: Sendable {
         for i in 0..<count {
             let x = SIMD2(Double(left[i]), Double(right?[i] ?? 0))
             // Root split at 1414 Hz.
-            let low3 = s[7].process(s[6].process(x, c[6]), c[7])
-            let high3 = s[8].process(x, c[8]) - low3
+            let low3 = s[7].filter(s[6].filter(x, c[6]), c[7])
+            let high3 = s[8].filter(x, c[8]) - low3
             // Low branch: compensate the high branch's splits, then split at 354 and 707 Hz.
-            let low = s[Self.compLow5].process(s[Self.compLow4].process(low3, c[Self.compLow4]), c[Self.compLow5])
-            let band1 = s[1].process(s[0].process(low, c[0]), c[1])
-            let rest1 = s[2].process(low, c[2]) - band1
-            let y0 = s[Self.compBand1].process(band1, c[Self.compBand1])
-            let y1 = s[4].process(s[3].process(rest1, c[3]), c[4])
-            let y2 = s[5].process(rest1, c[5]) - y1
+            let low = s[Self.compLow5].filter(s[Self.compLow4].filter(low3, c[Self.compLow4]), c[Self.compLow5])
+            let band1 = s[1].filter(s[0].filter(low, c[0]), c[1])
+            let rest1 = s[2].filter(low, c[2]) - band1
+            let y0 = s[Self.compBand1].filter(band1, c[Self.compBand1])
+            let y1 = s[4].filter(s[3].filter(rest1, c[3]), c[4])
+            let y2 = s[5].filter(rest1, c[5]) - y1
             // High branch: compensate the low branch's splits, then split at 2828 and 5657 Hz.
-            let high = s[Self.compHigh2].process(s[Self.compHigh1].process(high3, c[Self.compHigh1]), c[Self.compHigh2])
-            let band4 = s[10].process(s[9].process(high, c[9]), c[10])
-            let rest4 = s[11].process(high, c[11]) - band4
-            let y3 = s[Self.compBand4].process(band4, c[Self.compBand4])
-            let y4 = s[13].process(s[12].process(rest4, c[12]), c[13])
-            let y5 = s[14].process(rest4, c[14]) - y4
+            let high = s[Self.compHigh2].filter(s[Self.compHigh1].filter(high3, c[Self.compHigh1]), c[Self.compHigh2])
+            let band4 = s[10].filter(s[9].filter(high, c[9]), c[10])
+            let rest4 = s[11].filter(high, c[11]) - band4
+            let y3 = s[Self.compBand4].filter(band4, c[Self.compBand4])
+            let y4 = s[13].filter(s[12].filter(rest4, c[12]), c[13])
+            let y5 = s[14].filter(rest4, c[14]) - y4
             b0[i] = Float(y0[0]); b0[stride + i] = Float(y0[1])
             b1[i] = Float(y1[0]); b1[stride + i] = Float(y1[1])
             b2[i] = Float(y2[0]); b2[stride + i] = Float(y2[1])
