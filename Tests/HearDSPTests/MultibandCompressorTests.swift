@@ -200,3 +200,65 @@ import TestSupport
         }
     }
 }
+
+@Suite struct MultibandChainTests {
+    static func fitted() -> ParameterValues {
+        var values = ParameterValues()
+        let left = Fitting.fit(try! Audiogram(parsing: "250:30,500:35,1000:45,2000:55,4000:65,8000:70"), rule: .nalR)
+        let right = Fitting.fit(try! Audiogram(parsing: "250:20,500:25,1000:30,2000:40,4000:50,8000:60"), rule: .halfGain)
+        Fitting.apply(left: left, right: right, to: &values)
+        return values
+    }
+
+    @Test func switchingTheProfileOnAndOffDoesNotClick() {
+        let rate = 48000.0
+        let input = Signals.sine(frequency: 700, rate: rate, seconds: 1.5, amplitude: 0.01)
+        var off = Self.fitted()
+        off[.mbEnable] = 0
+        var chain = Chain(sampleRate: rate, channels: 2, values: off)
+        var (out, _) = process(&chain, Array(input[..<24000]), Array(input[..<24000]))
+        chain.apply(Self.fitted())
+        out += process(&chain, Array(input[24000..<48000]), Array(input[24000..<48000])).0
+        chain.apply(off)
+        out += process(&chain, Array(input[48000...]), Array(input[48000...])).0
+        // The largest step anywhere is no larger than the steady, louder (fitted) sine's own.
+        let fittedStep = largestStep(out[40000..<48000])
+        #expect(largestStep(out[...]) <= fittedStep * 1.001, "step \(largestStep(out[...])) vs \(fittedStep)")
+        let gain = Signals.dB(Signals.amplitude(of: out[40000..<48000], frequency: 700, rate: rate) / 0.01)
+        #expect(gain > 5, "the fit is heard: \(gain) dB")
+        #expect(abs(Signals.dB(Signals.amplitude(of: out[64000...], frequency: 700, rate: rate) / 0.01)) < 0.1)
+    }
+
+    @Test func garbageAndDecayToSilenceWithTheProfileOn() {
+        let rate = 48000.0
+        let clean = Signals.sine(frequency: 440, rate: rate, seconds: 2, amplitude: 0.05)
+        var dirty = clean
+        for k in 48000..<48100 { dirty[k] = .nan }
+        var chain = Chain(sampleRate: rate, channels: 2, values: Self.fitted())
+        let (out, outRight) = process(&chain, dirty, dirty)
+        #expect((out + outRight).allSatisfy { $0.isFinite && abs($0) <= Float(pow(10, -1.0 / 20)) })
+        var reference = Chain(sampleRate: rate, channels: 2, values: Self.fitted())
+        let (expected, _) = process(&reference, clean, clean)
+        let after = (48100 + 4800)..<(48100 + 9600)
+        #expect(abs(Signals.dB(Signals.rms(out[after]) / Signals.rms(expected[after]))) < 3)
+
+        // 10 s decaying by 1 dB per 10 ms: no subnormal output or filter register on the way.
+        var decay = Chain(sampleRate: rate, channels: 2, values: Self.fitted())
+        let count = Int(10 * rate)
+        var level = 0.5
+        var subnormals = 0
+        var offset = 0
+        while offset < count {
+            let block = (0..<256).map { n -> Float in
+                let x = Float(level * sin(2 * .pi * 220 * Double(offset + n) / rate))
+                level *= pow(10, -1.0 / 20 / 480)
+                return x
+            }
+            let (l, r) = process(&decay, block, block, blocks: [256])
+            subnormals += (l + r).filter(\.isSubnormal).count
+            if decay.holdsSubnormalState { subnormals += 1 }
+            offset += 256
+        }
+        #expect(subnormals == 0)
+    }
+}
