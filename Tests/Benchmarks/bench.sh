@@ -46,6 +46,12 @@ add "hear_mono: full chain, defaults"       "$PLUGIN hear_mono"
 add "hear_mono: full chain, decay to silence" "-i .build/decay.f32 $PLUGIN hear_mono"
 add "hear_stereo: full chain, defaults"     "$PLUGIN hear_stereo"
 add "hear_stereo: EQ(6)+comp+limiter"       "$PLUGIN hear_stereo ns.enable=0 $EQ_ALL"
+# A hearing profile (issue #6): the six-band stage with a moderate sloping NAL-R fit on both ears,
+# next to LSP's multiband compressor with its defaults.
+HEARING="mb.enable=1 comp.enable=0 mb.left.gain1=0.8 mb.left.gain2=-9 mb.left.gain3=23.7 mb.left.gain4=21.8 mb.left.gain5=25.2 mb.left.gain6=26.7 mb.right.gain1=0.8 mb.right.gain2=-9 mb.right.gain3=23.7 mb.right.gain4=21.8 mb.right.gain5=25.2 mb.right.gain6=26.7 mb.left.ratio3=1.6 mb.left.ratio4=1.9 mb.left.ratio5=2.1 mb.left.ratio6=2.2 mb.right.ratio3=1.6 mb.right.ratio4=1.9 mb.right.ratio5=2.1 mb.right.ratio6=2.2"
+add "hear_mono: hearing profile (6 bands)"   "$PLUGIN hear_mono ns.enable=0 $HEARING"
+add "hear_stereo: hearing profile (6 bands)" "$PLUGIN hear_stereo ns.enable=0 $HEARING"
+add "lsp mb_compressor_stereo"              "$LADSPA_DIR/lsp-plugins-ladspa-1.2.5.so http://lsp-plug.in/plugins/ladspa/mb_compressor_stereo"
 add "swh sc4m (compressor)"                 "$LADSPA_DIR/sc4m_1916.so sc4m"
 add "swh mbeq (15-band EQ)"                 "$LADSPA_DIR/mbeq_1197.so mbeq"
 add "lsp compressor_mono"                   "$LADSPA_DIR/lsp-plugins-ladspa-1.2.5.so http://lsp-plug.in/plugins/ladspa/compressor_mono"
