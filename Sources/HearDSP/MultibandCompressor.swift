@@ -92,7 +92,9 @@ public struct MultibandCompressor: ~Copyable {
             hold[band] = max(1, Int((samples / Double(step)).rounded(.up)))
         }
         holdLength = hold
-        under = InlineArray(repeating: Self.expansionDepthDB)
+        // Open at the start: switching the stage on fades in the signal, not a gap that the expansion
+        // has to release first; silence closes it within the release time.
+        under = InlineArray(repeating: 0)
         let capacity = Self.scratchCapacity
         bands = .allocate(capacity: 12 * capacity)
         bands.initialize(repeating: 0, count: 12 * capacity)
@@ -311,7 +313,7 @@ public struct MultibandCompressor: ~Copyable {
         holdCurrent = InlineArray(repeating: 0)
         holdPrevious = InlineArray(repeating: 0)
         over = InlineArray(repeating: 0)
-        under = InlineArray(repeating: Self.expansionDepthDB)
+        under = InlineArray(repeating: 0)
         isReset = true
     }
 
