@@ -15,7 +15,9 @@
 //                 └ high ─ AP354·AP707 ──── split 2828 ─ band 4 ─ AP5657
 //                                                   └─ split 5657 ─ band 5, band 6
 //
-// Both channels run in the lanes of one SIMD2<Double>: stereo costs what mono does.
+// The sample loop runs each split as one pole recursion shared by the first low-pass section and
+// the all-pass (direct form II, in Double), and folds each all-pass to three multiplies. Both
+// channels run in the lanes of one SIMD2<Double>: stereo costs what mono does.
 
 
 /// A complex number, for the designed responses (off the audio path).
@@ -60,33 +62,62 @@ extension Biquad {
     }
 }
 
-/// A biquad's coefficients in both lanes, so the sample loop multiplies vectors without splatting.
-struct StereoBiquad: Sendable {
-    var b0: SIMD2<Double>, b1: SIMD2<Double>, b2: SIMD2<Double>, a1: SIMD2<Double>, a2: SIMD2<Double>
+/// One split's coefficients in both lanes: the Butterworth poles (a1, a2) that its low-pass pair
+/// and its all-pass share, the low-pass numerator's scale (b0, with b = b0 (1, 2, 1)), and a2 - 1.
+struct SplitCoefficients: Sendable {
+    var a1: SIMD2<Double>, a2: SIMD2<Double>, b0: SIMD2<Double>, a2MinusOne: SIMD2<Double>
 
-    init(_ c: Biquad) {
-        b0 = SIMD2(repeating: c.b0); b1 = SIMD2(repeating: c.b1); b2 = SIMD2(repeating: c.b2)
-        a1 = SIMD2(repeating: c.a1); a2 = SIMD2(repeating: c.a2)
+    init(_ lowPass: Biquad) {
+        a1 = SIMD2(repeating: lowPass.a1); a2 = SIMD2(repeating: lowPass.a2)
+        b0 = SIMD2(repeating: lowPass.b0); a2MinusOne = SIMD2(repeating: lowPass.a2 - 1)
     }
 }
 
-/// Transposed direct form II registers for both channels at once.
-struct StereoBiquadState: Sendable {
-    var s1 = SIMD2<Double>(0, 0), s2 = SIMD2<Double>(0, 0)
+/// Direct form II registers of one pole pair, both channels: w[n-1], w[n-2].
+struct PoleState: Sendable {
+    var w1 = SIMD2<Double>(0, 0), w2 = SIMD2<Double>(0, 0)
 
-    @inline(__always) mutating func filter(_ x: SIMD2<Double>, _ c: StereoBiquad) -> SIMD2<Double> {
-        let y = c.b0 * x + s1
-        s1 = c.b1 * x - c.a1 * y + s2
-        s2 = c.b2 * x - c.a2 * y
-        return y
+    /// The recursion w = x - a1 w[n-1] - a2 w[n-2]; returns w and moves the registers on.
+    @inline(__always) mutating func poles(_ x: SIMD2<Double>, _ c: SplitCoefficients) -> (w: SIMD2<Double>, w1: SIMD2<Double>, w2: SIMD2<Double>) {
+        let w = x - c.a1 * w1 - c.a2 * w2
+        let out = (w, w1, w2)
+        w2 = w1
+        w1 = w
+        return out
+    }
+
+    /// Butterworth low-pass section: b0 (w + 2 w[n-1] + w[n-2]).
+    @inline(__always) mutating func lowPass(_ x: SIMD2<Double>, _ c: SplitCoefficients) -> SIMD2<Double> {
+        let (w, w1, w2) = poles(x, c)
+        return c.b0 * ((w + w2) + (w1 + w1))
+    }
+
+    /// Second-order all-pass (a2 + a1 z^-1 + z^-2) / (1 + a1 z^-1 + a2 z^-2), folded to
+    /// x + (a2 - 1)(w - w[n-2]): three multiplies.
+    @inline(__always) mutating func allPass(_ x: SIMD2<Double>, _ c: SplitCoefficients) -> SIMD2<Double> {
+        let (w, _, w2) = poles(x, c)
+        return x + c.a2MinusOne * (w - w2)
+    }
+
+    /// One split: the LR4 low-pass (this pole pair, then `second`) and the all-pass from the same
+    /// recursion; the high-pass is the all-pass minus the low-pass.
+    @inline(__always) mutating func split(_ x: SIMD2<Double>, _ c: SplitCoefficients,
+                                          second: inout PoleState) -> (low: SIMD2<Double>, high: SIMD2<Double>) {
+        let (w, w1, w2) = poles(x, c)
+        let firstLow = c.b0 * ((w + w2) + (w1 + w1))
+        let allPass = x + c.a2MinusOne * (w - w2)
+        let low = second.lowPass(firstLow, c)
+        return (low, allPass - low)
     }
 
     @inline(__always) mutating func flushTiny() {
         // Zeroes lanes that have decayed below audibility, long before they could turn subnormal.
         let tiny = SIMD2<Double>(repeating: 1e-20)
-        s1.replace(with: 0, where: (s1 .< tiny) .& (s1 .> -tiny))
-        s2.replace(with: 0, where: (s2 .< tiny) .& (s2 .> -tiny))
+        w1.replace(with: 0, where: (w1 .< tiny) .& (w1 .> -tiny))
+        w2.replace(with: 0, where: (w2 .< tiny) .& (w2 .> -tiny))
     }
+
+    var holdsSubnormal: Bool { w1[0].isSubnormal || w1[1].isSubnormal || w2[0].isSubnormal || w2[1].isSubnormal }
 }
 
 public struct Crossover: Sendable {
@@ -121,11 +152,17 @@ public struct Crossover: Sendable {
     public let sampleRate: Double
     /// The crossovers in use: the nominal ones, held below the Nyquist frequency at low rates.
     public let crossovers: InlineArray<5, Double>
+    /// The designed sections, for the responses: per split k, 3k and 3k + 1 the low-pass pair, 3k + 2
+    /// the all-pass; then the six compensation all-passes.
     let sections: InlineArray<21, Biquad>
-    let stereoSections: InlineArray<21, StereoBiquad>
-    var state: InlineArray<21, StereoBiquadState> = InlineArray(repeating: StereoBiquadState())
+    /// What the sample loop runs: per split, its coefficients; registers per split (shared poles,
+    /// second low-pass) and per compensation all-pass.
+    let splits: InlineArray<5, SplitCoefficients>
+    var splitState: InlineArray<5, PoleState> = InlineArray(repeating: PoleState())
+    var secondState: InlineArray<5, PoleState> = InlineArray(repeating: PoleState())
+    var compensationState: InlineArray<6, PoleState> = InlineArray(repeating: PoleState())
 
-    // Section indices: split k uses 3k (low-pass a), 3k+1 (low-pass b), 3k+2 (all-pass).
+    // Section indices of the compensation all-passes (and, in the sample loop, their registers - 15).
     static var compLow4: Int { 15 }   // AP at 2828 on the low branch
     static var compLow5: Int { 16 }   // AP at 5657 on the low branch
     static var compBand1: Int { 17 }  // AP at 707 on band 1
@@ -159,38 +196,33 @@ public struct Crossover: Sendable {
         sections[Self.compHigh2] = sections[3 * 1 + 2]
         sections[Self.compBand4] = sections[3 * 4 + 2]
         self.sections = sections
-        var stereo = InlineArray<21, StereoBiquad>(repeating: StereoBiquad(.identity))
-        for k in 0..<21 { stereo[k] = StereoBiquad(sections[k]) }
-        stereoSections = stereo
+        var splits = InlineArray<5, SplitCoefficients>(repeating: SplitCoefficients(.identity))
+        for k in 0..<5 { splits[k] = SplitCoefficients(sections[3 * k]) }
+        self.splits = splits
     }
 
     /// Splits `count` frames into six bands: band b of channel c goes to `bands + (2b + c) * stride`.
     /// Coefficients and registers live in locals for the whole loop, so they stay in registers.
     @inline(__always) mutating func split(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                           count: Int, into bands: UnsafeMutablePointer<Float>, stride: Int) {
-        let c = stereoSections
-        var s = state
+        let c = splits
+        var p = splitState, q = secondState, a = compensationState
         let b0 = bands, b1 = bands + 2 * stride, b2 = bands + 4 * stride
         let b3 = bands + 6 * stride, b4 = bands + 8 * stride, b5 = bands + 10 * stride
         for i in 0..<count {
             let x = SIMD2(Double(left[i]), Double(right?[i] ?? 0))
             // Root split at 1414 Hz.
-            let low3 = s[7].filter(s[6].filter(x, c[6]), c[7])
-            let high3 = s[8].filter(x, c[8]) - low3
-            // Low branch: compensate the high branch's splits, then split at 354 and 707 Hz.
-            let low = s[Self.compLow5].filter(s[Self.compLow4].filter(low3, c[Self.compLow4]), c[Self.compLow5])
-            let band1 = s[1].filter(s[0].filter(low, c[0]), c[1])
-            let rest1 = s[2].filter(low, c[2]) - band1
-            let y0 = s[Self.compBand1].filter(band1, c[Self.compBand1])
-            let y1 = s[4].filter(s[3].filter(rest1, c[3]), c[4])
-            let y2 = s[5].filter(rest1, c[5]) - y1
-            // High branch: compensate the low branch's splits, then split at 2828 and 5657 Hz.
-            let high = s[Self.compHigh2].filter(s[Self.compHigh1].filter(high3, c[Self.compHigh1]), c[Self.compHigh2])
-            let band4 = s[10].filter(s[9].filter(high, c[9]), c[10])
-            let rest4 = s[11].filter(high, c[11]) - band4
-            let y3 = s[Self.compBand4].filter(band4, c[Self.compBand4])
-            let y4 = s[13].filter(s[12].filter(rest4, c[12]), c[13])
-            let y5 = s[14].filter(rest4, c[14]) - y4
+            let (low3, high3) = p[2].split(x, c[2], second: &q[2])
+            // Low branch: compensate the high branch's splits (2828, 5657), then split at 354 and 707 Hz.
+            let low = a[1].allPass(a[0].allPass(low3, c[3]), c[4])
+            let (band1, rest1) = p[0].split(low, c[0], second: &q[0])
+            let y0 = a[2].allPass(band1, c[1])
+            let (y1, y2) = p[1].split(rest1, c[1], second: &q[1])
+            // High branch: compensate the low branch's splits (354, 707), then split at 2828 and 5657 Hz.
+            let high = a[4].allPass(a[3].allPass(high3, c[0]), c[1])
+            let (band4, rest4) = p[3].split(high, c[3], second: &q[3])
+            let y3 = a[5].allPass(band4, c[4])
+            let (y4, y5) = p[4].split(rest4, c[4], second: &q[4])
             b0[i] = Float(y0[0]); b0[stride + i] = Float(y0[1])
             b1[i] = Float(y1[0]); b1[stride + i] = Float(y1[1])
             b2[i] = Float(y2[0]); b2[stride + i] = Float(y2[1])
@@ -198,23 +230,26 @@ public struct Crossover: Sendable {
             b4[i] = Float(y4[0]); b4[stride + i] = Float(y4[1])
             b5[i] = Float(y5[0]); b5[stride + i] = Float(y5[1])
         }
-        state = s
+        splitState = p
+        secondState = q
+        compensationState = a
     }
 
     /// Once per control tick: registers that decayed to nothing are zeroed before they turn subnormal.
     @inline(__always) mutating func flushTiny() {
-        for k in 0..<Self.sectionCount { state[k].flushTiny() }
+        for k in 0..<5 { splitState[k].flushTiny(); secondState[k].flushTiny() }
+        for k in 0..<6 { compensationState[k].flushTiny() }
     }
 
     mutating func reset() {
-        state = InlineArray(repeating: StereoBiquadState())
+        splitState = InlineArray(repeating: PoleState())
+        secondState = InlineArray(repeating: PoleState())
+        compensationState = InlineArray(repeating: PoleState())
     }
 
     var holdsSubnormalState: Bool {
-        for k in 0..<Self.sectionCount {
-            let s = state[k]
-            if s.s1[0].isSubnormal || s.s1[1].isSubnormal || s.s2[0].isSubnormal || s.s2[1].isSubnormal { return true }
-        }
+        for k in 0..<5 where splitState[k].holdsSubnormal || secondState[k].holdsSubnormal { return true }
+        for k in 0..<6 where compensationState[k].holdsSubnormal { return true }
         return false
     }
 
