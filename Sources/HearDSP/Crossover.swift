@@ -201,26 +201,33 @@ public struct Crossover: Sendable {
         self.splits = splits
     }
 
-    /// Splits `count` frames into six bands: band b of channel c goes to `bands + (2b + c) * stride`.
+    /// Splits `count` frames into six bands: band b of channel c goes to `bands + (2b + c) * stride`;
+    /// `scratch` holds 2 * count values.
     /// Coefficients and registers live in locals for the whole loop, so they stay in registers.
     @inline(__always) mutating func split(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
-                                          count: Int, into bands: UnsafeMutablePointer<Float>, stride: Int) {
+                                          count: Int, into bands: UnsafeMutablePointer<Float>, stride: Int,
+                                          scratch branches: UnsafeMutablePointer<SIMD2<Double>>) {
         let c = splits
         var p = splitState, q = secondState, a = compensationState
         let b0 = bands, b1 = bands + 2 * stride, b2 = bands + 4 * stride
         let b3 = bands + 6 * stride, b4 = bands + 8 * stride, b5 = bands + 10 * stride
+        // Two passes, so each sample's chain of dependent sections is half as deep and the CPU
+        // overlaps more samples: the root split and each branch's compensation, then the branches.
         for i in 0..<count {
             let x = SIMD2(Double(left[i]), Double(right?[i] ?? 0))
             // Root split at 1414 Hz.
             let (low3, high3) = p[2].split(x, c[2], second: &q[2])
-            // Low branch: compensate the high branch's splits (2828, 5657), then split at 354 and 707 Hz.
-            let low = a[1].allPass(a[0].allPass(low3, c[3]), c[4])
-            let (band1, rest1) = p[0].split(low, c[0], second: &q[0])
+            // Each branch gets the other's splits as all-passes: low 2828 and 5657, high 354 and 707.
+            branches[2 * i] = a[1].allPass(a[0].allPass(low3, c[3]), c[4])
+            branches[2 * i + 1] = a[4].allPass(a[3].allPass(high3, c[0]), c[1])
+        }
+        for i in 0..<count {
+            // Low branch: split at 354 Hz (band 1 gets the 707 Hz all-pass), the rest at 707 Hz.
+            let (band1, rest1) = p[0].split(branches[2 * i], c[0], second: &q[0])
             let y0 = a[2].allPass(band1, c[1])
             let (y1, y2) = p[1].split(rest1, c[1], second: &q[1])
-            // High branch: compensate the low branch's splits (354, 707), then split at 2828 and 5657 Hz.
-            let high = a[4].allPass(a[3].allPass(high3, c[0]), c[1])
-            let (band4, rest4) = p[3].split(high, c[3], second: &q[3])
+            // High branch: split at 2828 Hz (band 4 gets the 5657 Hz all-pass), the rest at 5657 Hz.
+            let (band4, rest4) = p[3].split(branches[2 * i + 1], c[3], second: &q[3])
             let y3 = a[5].allPass(band4, c[4])
             let (y4, y5) = p[4].split(rest4, c[4], second: &q[4])
             b0[i] = Float(y0[0]); b0[stride + i] = Float(y0[1])
