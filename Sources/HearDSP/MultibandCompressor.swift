@@ -241,12 +241,10 @@ public struct MultibandCompressor: ~Copyable {
             let n = min(step &- position, count &- i)
             let x = bandLeft + i, y = bandRight + i, r = ramp + position
             let outLeft = gainLeft + i, outRight = gainRight + i
-            for k in 0..<n {
-                outLeft[k] = startLeft + deltaLeft * r[k]
-                outRight[k] = startRight + deltaRight * r[k]
-            }
             var top: Float = 0
+            for k in 0..<n { outLeft[k] = startLeft + deltaLeft * r[k] }
             if stereo {
+                for k in 0..<n { outRight[k] = startRight + deltaRight * r[k] }
                 for k in 0..<n { top = max(top, max(abs(x[k]), abs(y[k]))) }
             } else {
                 for k in 0..<n { top = max(top, abs(x[k])) }
