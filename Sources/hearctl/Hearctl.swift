@@ -24,7 +24,7 @@ struct Hearctl: ParsableCommand {
               hearctl meter
             """,
         version: "hearctl 0.1 (protocol \(Protocol.tag))",
-        subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Reset.self, PresetCommand.self, Meter.self]
+        subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Reset.self, PresetCommand.self, Meter.self, Fit.self]
     )
 }
 

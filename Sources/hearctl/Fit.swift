@@ -1,0 +1,262 @@
+// hearctl fit: a hearing profile from an audiogram per ear. The prescription (HearDSP/Fitting)
+// sets the six-band compressor's gains and ratios; what the filter then delivers is measured by
+// running tones through the DSP itself, in this process, with every setting the chain has. The
+// fit is sent to the chain (which saves it with its settings) and saved as a preset.
+
+import ArgumentParser
+import Foundation
+import HearControl
+import HearDSP
+
+extension FittingRule: ExpressibleByArgument {}
+
+/// One ear's fit with what the filter delivers, at the audiogram frequencies.
+struct FittedEar {
+    let name: String
+    let fit: EarFit
+    /// At `Audiogram.frequencies`: threshold (dB HL), prescribed and target gain, delivered gain
+    /// (nil above the chain's Nyquist frequency).
+    let thresholds: [Double]
+    let prescribed: [Double]
+    let targets: [Double]
+    let delivered: [Double?]
+}
+
+enum Delivery {
+    /// The gain (dB) the chain delivers at each audiogram frequency, per ear: one tone at each,
+    /// -50 dBFS apiece, run through a Chain with `values` (noise suppression off: a steady tone is
+    /// what it removes), each tone read back by a least-squares fit over 200 ms, a whole number of
+    /// periods of all of them (they are multiples of 250 Hz), so they do not leak into each other.
+    static func measure(_ values: ParameterValues, rate: Double) -> [(left: Double?, right: Double?)] {
+        var settings = values
+        settings[.nsEnable] = 0
+        settings[.bypass] = 0
+        var chain = Chain(sampleRate: rate, channels: 2, values: settings)
+        let frequencies = Audiogram.frequencies.filter { $0 < 0.45 * rate }
+        let level = pow(10, -50.0 / 20)
+        let count = Int(0.35 * rate), window = Int(0.2 * rate)
+        let input = (0..<count).map { n in
+            Float(frequencies.reduce(0.0) { $0 + level * sin(2 * .pi * $1 * Double(n) / rate + $1 / 1000) })
+        }
+        var left = [Float](repeating: 0, count: count), right = [Float](repeating: 0, count: count)
+        input.withUnsafeBufferPointer { x in
+            left.withUnsafeMutableBufferPointer { l in
+                right.withUnsafeMutableBufferPointer { r in
+                    chain.process(inLeft: x.baseAddress!, inRight: x.baseAddress!, outLeft: l.baseAddress!,
+                                  outRight: r.baseAddress!, frames: count)
+                }
+            }
+        }
+        let tail = (count - window)..<count
+        return Audiogram.frequencies.map { frequency in
+            guard frequencies.contains(frequency) else { return (nil, nil) }
+            let reference = amplitude(of: input[tail], frequency, rate)
+            return (20 * log10(amplitude(of: left[tail], frequency, rate) / reference),
+                    20 * log10(amplitude(of: right[tail], frequency, rate) / reference))
+        }
+    }
+
+    /// Amplitude of the `frequency` component, by a least-squares fit of a sine and a cosine.
+    static func amplitude(of samples: ArraySlice<Float>, _ frequency: Double, _ rate: Double) -> Double {
+        var ss = 0.0, cc = 0.0, sc = 0.0, xs = 0.0, xc = 0.0
+        for (k, x) in samples.enumerated() {
+            let w = 2 * .pi * frequency * Double(k) / rate
+            let s = sin(w), c = cos(w)
+            ss += s * s; cc += c * c; sc += s * c
+            xs += Double(x) * s; xc += Double(x) * c
+        }
+        let det = ss * cc - sc * sc
+        let a = (xs * cc - xc * sc) / det, b = (xc * ss - xs * sc) / det
+        return max((a * a + b * b).squareRoot(), 1e-30)
+    }
+}
+
+extension Hearctl {
+    struct Fit: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Fit the hearing profile to an audiogram per ear and apply it to the speaker chain.",
+            discussion: """
+                Audiograms are hearing thresholds in dB HL as FREQUENCY:THRESHOLD pairs (125 to 8000 Hz; \
+                frequencies left out are interpolated). The rule turns them into gain per band: NAL-R \
+                (Byrne & Dillon 1986) or the half-gain rule; compression ratios grow with the loss, and no \
+                band gets more than --max-gain. The table shows, per ear, the audiogram, the target gain \
+                and the gain the filter delivers, measured by running tones through the DSP with the \
+                chain's settings. The fit is applied to the chain (which saves it) and saved as a preset.
+
+                This is not a medical device and not a substitute for hearing aids fitted by an audiologist.
+
+                Example:
+                  hearctl fit --left 250:20,500:25,1000:35,2000:50,4000:60,8000:65 \\
+                              --right 250:15,500:20,1000:30,2000:45,4000:55,8000:60 --svg fit.svg
+                """)
+
+        @Option(name: .long, help: ArgumentHelp("Left ear thresholds, e.g. 250:20,500:25,1000:35,2000:50,4000:60,8000:65.",
+                                                valueName: "Hz:dBHL,..."))
+        var left: String
+        @Option(name: .long, help: ArgumentHelp("Right ear thresholds (same form).", valueName: "Hz:dBHL,..."))
+        var right: String
+        @Option(name: .long, help: "Prescription rule: nal-r or half-gain.")
+        var rule: FittingRule = .nalR
+        @Option(name: .customLong("max-gain"), help: ArgumentHelp("Most gain any band may get (mb.maxgain), 0 to 40 dB.", valueName: "dB"))
+        var maxGain: Double = Double(Parameter.mbMaxGain.spec.defaultValue)
+        @Option(name: .long, help: ArgumentHelp("Also write the plot as an SVG file.", valueName: "file"))
+        var svg: String?
+        @Option(name: .long, help: ArgumentHelp("Save the fitted settings as this user preset.", valueName: "name"))
+        var preset = "hearing"
+        @Flag(name: .customLong("dry-run"), help: "Compute, print and plot the fit for a 48 kHz chain at its defaults; apply and save nothing.")
+        var dryRun = false
+        @Option(name: .long, help: ArgumentHelp("The chain to fit: a number or a name (default: speaker).", valueName: "chain"))
+        var chain = "speaker"
+        @OptionGroup var output: JSONOption
+
+        var audiograms: (left: Audiogram, right: Audiogram) {
+            get throws {
+                func parse(_ text: String, _ ear: String) throws -> Audiogram {
+                    do { return try Audiogram(parsing: text) } catch {
+                        throw ValidationError("--\(ear): \(error.description)")
+                    }
+                }
+                return (try parse(left, "left"), try parse(right, "right"))
+            }
+        }
+
+        mutating func validate() throws {
+            _ = try audiograms
+            let spec = Parameter.mbMaxGain.spec
+            guard maxGain.isFinite, maxGain >= Double(spec.minimum), maxGain <= Double(spec.maximum) else {
+                throw ValidationError("--max-gain must be between \(Int(spec.minimum)) and \(Int(spec.maximum)) dB, not \(maxGain)")
+            }
+            guard ChainName.number(chain) != nil else {
+                throw ValidationError("--chain takes a number from 0 to \(ChainName.maximum) or a name (default, mic, speaker, chainN), not '\(chain)'")
+            }
+            try PresetStore.checkName(preset)
+        }
+
+        func run() throws {
+            let (leftAudiogram, rightAudiogram) = try audiograms
+            let chainNumber = ChainName.number(chain) ?? 2
+            var values = ParameterValues()
+            var rate = 48000.0
+            var notices: [String] = []
+            var target: Target?
+            if !dryRun {
+                let connected = try Target(chain: chainNumber)
+                guard let status = try connected.statuses().first?.status else {
+                    let running = (try? connected.runningChains()) ?? []
+                    throw CLIError("no running instance of chain \(chainNumber) (\(ChainName.name(chainNumber))); running chains: "
+                        + (running.isEmpty ? "none" : running.map { "\($0) (\(ChainName.name($0)))" }.joined(separator: ", "))
+                        + "; pick one with --chain, or use --dry-run")
+                }
+                rate = Double(status.sampleRate)
+                if status.channels == 1 {
+                    notices.append("chain \(chainNumber) runs \(status.label) (one channel): it gets the left ear's profile")
+                }
+                for (parameter, value) in try connected.values([]).first?.values ?? [] { values[parameter] = value }
+                target = connected
+            }
+
+            let leftFit = Fitting.fit(leftAudiogram, rule: rule, maxGainDB: maxGain, sampleRate: rate)
+            let rightFit = Fitting.fit(rightAudiogram, rule: rule, maxGainDB: maxGain, sampleRate: rate)
+            Fitting.apply(left: leftFit, right: rightFit, maxGainDB: maxGain, to: &values)
+            let measured = Delivery.measure(values, rate: rate)
+            let ears = [
+                Self.ear("left", leftFit, measured.map(\.left), maxGain: maxGain),
+                Self.ear("right", rightFit, measured.map(\.right), maxGain: maxGain),
+            ]
+            var warnings: [String] = []
+            for ear in ears {
+                let capped = zip(Audiogram.frequencies, ear.prescribed).filter { $0.1 > maxGain }.map { FitPlot.hertz($0.0) }
+                if !capped.isEmpty {
+                    warnings.append("the \(ear.name) ear's prescription hits the gain cap of \(Fitting.format(maxGain)) dB at "
+                        + capped.joined(separator: ", ") + " Hz: those frequencies get less gain than the rule asks")
+                }
+                let short = zip(Audiogram.frequencies, zip(ear.targets, ear.delivered)).filter { _, pair in
+                    pair.1.map { $0 < pair.0 - 2 } ?? false
+                }
+                if !short.isEmpty {
+                    warnings.append("the \(ear.name) ear gets more than 2 dB less than its target at "
+                        + short.map { FitPlot.hertz($0.0) }.joined(separator: ", ")
+                        + " Hz (the cap counts the gain the EQ, compressor makeup and output gain add too)")
+                }
+            }
+
+            var applied = false, presetPath: String?
+            if let target {
+                let assignments = Self.fitAssignments(values)
+                _ = try target.each(.set(chain: chainNumber, assignments: assignments))
+                applied = true
+                presetPath = try Self.savePreset(preset, values: values, comment: commandLine)
+            }
+            if let svg {
+                try FitPlot.svg(ears: ears, rule: rule, maxGain: maxGain).write(toFile: svg, atomically: true, encoding: .utf8)
+            }
+
+            if output.json {
+                Output.json([
+                    "rule": rule.rawValue, "maxGain": maxGain, "sampleRate": rate, "chain": chainNumber,
+                    "applied": applied, "preset": presetPath as Any, "svg": svg as Any,
+                    "warnings": warnings, "notices": notices,
+                    "ears": Dictionary(uniqueKeysWithValues: ears.map { ($0.name, Self.earObject($0)) }),
+                ])
+                return
+            }
+            for ear in ears {
+                print("\(ear.name.capitalized) ear (\(rule == .nalR ? "NAL-R" : "half-gain rule")):")
+                print(FitPlot.table(ear))
+                print()
+                print(FitPlot.chart(ear, maxGain: maxGain))
+                print()
+            }
+            for notice in notices { print("notice: \(notice)") }
+            for warning in warnings { FileHandle.standardError.write(Data("hearctl: warning: \(warning)\n".utf8)) }
+            if applied {
+                print("applied to chain \(chainNumber) (\(ChainName.name(chainNumber))) and saved with its settings; preset saved: \(presetPath ?? "-")")
+            } else {
+                print("dry run: nothing applied or saved")
+            }
+            if let svg { print("plot written to \(svg)") }
+            print("hear is not a medical device; see an audiologist for hearing aids.")
+        }
+
+        var commandLine: String {
+            "hearing profile: hearctl fit --rule \(rule.rawValue) --max-gain \(Fitting.format(maxGain)) --left \(left) --right \(right)"
+        }
+
+        static func ear(_ name: String, _ fit: EarFit, _ delivered: [Double?], maxGain: Double) -> FittedEar {
+            let frequencies = Audiogram.frequencies
+            let prescribed = frequencies.map { Fitting.prescribedGain(fit.rule, fit.audiogram, at: $0) }
+            return FittedEar(name: name, fit: fit, thresholds: frequencies.map { fit.audiogram.threshold(at: $0) },
+                             prescribed: prescribed, targets: prescribed.map { min($0, maxGain) }, delivered: delivered)
+        }
+
+        /// What the fit sets: the hearing stage's parameters and the broadband compressor's switch.
+        static func fitAssignments(_ values: ParameterValues) -> [Assignment] {
+            Parameter.allCases.filter { $0.key.hasPrefix("mb.") || $0 == .compEnable }.map { Assignment($0, values[$0]) }
+        }
+
+        static func savePreset(_ name: String, values: ParameterValues, comment: String) throws -> String {
+            guard let directory = PresetStore.directory, let path = PresetStore.path(name) else {
+                throw CLIError("neither XDG_CONFIG_HOME nor HOME is set: nowhere to save the preset")
+            }
+            let settings = Settings(Parameter.allCases.filter { $0 != .bypass && values[$0] != $0.spec.defaultValue }
+                .map { Assignment($0, values[$0]) })
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try settings.text(comment: comment).write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+
+        static func earObject(_ ear: FittedEar) -> [String: Any] {
+            [
+                "audiogram": Audiogram.frequencies.indices.map { index -> [String: Any] in
+                    ["frequency": Audiogram.frequencies[index], "threshold": ear.thresholds[index],
+                     "prescribed": ear.prescribed[index], "target": ear.targets[index],
+                     "delivered": ear.delivered[index] as Any]
+                },
+                "bands": (0..<Fitting.bandCount).map { band -> [String: Any] in
+                    ["centre": Fitting.bandCentres[band], "gain": ear.fit.bandGainDB[band], "ratio": ear.fit.ratio[band],
+                     "capped": ear.fit.capped[band]]
+                },
+            ]
+        }
+    }
+}
