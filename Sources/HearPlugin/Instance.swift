@@ -20,7 +20,8 @@ struct Instance: ~Copyable {
     let control: UnsafeMutablePointer<ControlBlock>
     /// The control server's generation and per-parameter stamps as last taken.
     var takenGeneration: UInt64 = 0
-    var takenStamps: InlineArray<48, UInt64> = InlineArray(repeating: 0)
+    // One per parameter: sized like ParameterValues (its capacity), which the schema fits in.
+    var takenStamps: InlineArray<96, UInt64> = InlineArray(repeating: 0)
     var lastMeterRequest: UInt64 = 0
     var chainNumber = -1
 

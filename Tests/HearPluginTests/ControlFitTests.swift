@@ -1,0 +1,105 @@
+// hearctl fit against a running stereo filter (hear-testhost): the fit lands on the speaker
+// chain, the delivered gain is within 2 dB of the target, the cap is reported, the preset is
+// saved, and no `hearctl set` afterwards pushes the output above the MPO or the gain above the cap.
+
+import Foundation
+import Glibc
+import HearDSP
+import Testing
+
+@Suite(.serialized) struct ControlFitTests {
+    static let severe = "250:20,500:25,1000:40,2000:70,3000:85,4000:90,6000:95,8000:95"
+    static let mild = "250:25,500:25,1000:30,2000:30,4000:35,8000:35"
+
+    @Test func fitAppliesToTheSpeakerChainReportsTheCapAndSavesAPreset() throws {
+        let sandbox = try Sandbox()
+        let host = try HostProcess(sandbox, chain: 2, amplitude: 0.02, label: "hear_stereo")
+        try sandbox.waitForInstance(chain: 2)
+        let fit = try sandbox.hearctlJSON("fit", "--left", Self.severe, "--right", Self.mild)
+        #expect(fit["applied"] as? Bool == true)
+        #expect((fit["warnings"] as? [String] ?? []).contains { $0.contains("left ear") && $0.contains("gain cap of 30 dB") },
+                "\(fit["warnings"] ?? "")")
+        let ears = try #require(fit["ears"] as? [String: Any])
+        for ear in ["left", "right"] {
+            let points = try #require((ears[ear] as? [String: Any])?["audiogram"] as? [[String: Any]])
+            for point in points where Fitting.bandCentres.contains(point["frequency"] as? Double ?? 0) {
+                let target = try #require(point["target"] as? Double), delivered = try #require(point["delivered"] as? Double)
+                #expect(abs(delivered - target) <= 2, "\(ear) \(point["frequency"] ?? 0) Hz: \(delivered) dB for \(target) dB")
+            }
+            let bands = try #require((ears[ear] as? [String: Any])?["bands"] as? [[String: Any]])
+            for (band, entry) in bands.enumerated() {
+                let key = "mb.\(ear).gain\(band + 1)"
+                let running = try #require(try sandbox.value(key, chain: 2))
+                #expect(abs(running - (entry["gain"] as? Double ?? .nan)) < 0.01, "\(key): \(running)")
+            }
+        }
+        #expect(try sandbox.value("mb.enable", chain: 2) == 1)
+        #expect(try sandbox.value("comp.enable", chain: 2) == 0)
+        let presetPath = try #require(fit["preset"] as? String)
+        let preset = try String(contentsOfFile: presetPath, encoding: .utf8)
+        #expect(preset.contains("mb.enable = 1") && preset.contains("hearctl fit --rule nal-r"), "\(preset)")
+        #expect(try sandbox.hearctl("preset", "load", "hearing", "--chain", "speaker").status == 0)
+
+        // The text form warns on stderr and tells the listener what this is not.
+        let text = try sandbox.hearctl("fit", "--left", Self.severe, "--right", Self.mild, "--rule", "half-gain")
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stderr.contains("warning: the left ear's prescription hits the gain cap"), "\(text.stderr)")
+        #expect(text.stdout.contains("DELIVERED dB") && text.stdout.contains("not a medical device"))
+        let recording = try host.stop()
+        #expect(recording.summary["nonfinite"] == 0 && recording.summary["allocations"] == 0, "\(recording.summary)")
+    }
+
+    @Test func noSetAfterAFitPushesTheOutputAboveTheMPOOrTheGainAboveTheCap() throws {
+        let sandbox = try Sandbox()
+        // A 1 kHz sine at -34 dBFS: 30 dB of gain would put it at -4 dBFS.
+        let host = try HostProcess(sandbox, chain: 2, amplitude: 0.02, label: "hear_stereo")
+        try sandbox.waitForInstance(chain: 2)
+        #expect(try sandbox.hearctl("fit", "--left", Self.severe, "--right", Self.severe, "--max-gain", "40").status == 0)
+        // Everything that adds gain at its top, the limiter off, the lowest MPO.
+        let loud = try sandbox.hearctl("set", "--chain", "speaker", "gain", "24", "eq.peak2.gain", "18", "eq.peak3.gain", "18",
+                                       "mb.left.gain3", "40", "limit.enable", "off", "mb.mpo", "-30")
+        #expect(loud.status == 0, "\(loud.stderr)")
+        usleep(400_000)
+        let marked = monotonicNow()
+        usleep(300_000)
+        // Then the MPO back up, the EQ flat, the band's kneepoint above the sine: the gain cap alone
+        // holds the 24 dB of output gain plus the band's 40 dB to 30 dB.
+        #expect(try sandbox.hearctl("set", "--chain", "speaker", "mb.mpo", "-1", "mb.maxgain", "30", "eq.peak2.gain", "0",
+                                    "eq.peak3.gain", "0", "mb.knee3", "-10").status == 0)
+        usleep(400_000)
+        let capped = monotonicNow()
+        usleep(300_000)
+        let recording = try host.stop()
+        let underMPO = recording.samples(from: marked, to: marked + 0.3)
+        #expect(!underMPO.isEmpty)
+        let peak = underMPO.map(abs).max() ?? 0
+        #expect(Double(peak) <= pow(10, -30.0 / 20) * (1 + 1e-6), "peak \(20 * log10(Double(peak))) dBFS over an MPO of -30 dBFS")
+        #expect(Double(peak) > pow(10, -31.0 / 20), "the MPO, not something else, should hold it")
+        let level = Levels.rms(recording.samples(from: capped, to: capped + 0.3))
+        let gain = 20 * log10(level / (0.02 / 2.0.squareRoot()))
+        #expect(gain <= 30.05, "the sine gains \(gain) dB with a cap of 30 dB")
+        #expect(gain > 27, "the cap, not something else, should hold it: \(gain) dB")
+        print("after the fit and `set` at the extremes: peak \(20 * log10(Double(peak))) dBFS under an MPO of -30; gain \(gain) dB under a cap of 30")
+        #expect(recording.summary["nonfinite"] == 0 && recording.summary["allocations"] == 0, "\(recording.summary)")
+    }
+
+    @Test func dryRunNeedsNoFilterAndWritesTheSVG() throws {
+        let sandbox = try Sandbox()
+        let svg = sandbox.base + "/fit.svg"
+        let result = try sandbox.hearctl("fit", "--dry-run", "--left", "250:20,500:25,1000:35,2000:50,4000:60,8000:65",
+                                         "--right", "500:30,4000:50", "--svg", svg)
+        #expect(result.status == 0, "\(result.stderr)")
+        for text in ["Left ear (NAL-R):", "Right ear (NAL-R):", "THRESHOLD dB HL", "TARGET dB", "DELIVERED dB",
+                     "* delivered gain", "dry run: nothing applied or saved", "not a medical device"] {
+            #expect(result.stdout.contains(text), "fit output lacks '\(text)'")
+        }
+        let document = try String(contentsOfFile: svg, encoding: .utf8)
+        #expect(document.hasPrefix("<svg") && document.hasSuffix("</svg>\n"))
+        #expect(document.components(separatedBy: "<polyline").count - 1 == 6)  // 3 curves x 2 ears
+        #expect(try sandbox.hearctl("fit", "--dry-run", "--left", "1000:abc", "--right", "1000:30").status == 2)
+        #expect(try sandbox.hearctl("fit", "--dry-run", "--left", "1000:30", "--right", "1000:30", "--max-gain", "50").status == 2)
+        // Without --dry-run and no filter running: an error that says what to do.
+        let none = try sandbox.hearctl("fit", "--left", "1000:30", "--right", "1000:30")
+        #expect(none.status == 1 && none.stderr.contains("no running hear filter"), "\(none.stderr)")
+    }
+}
