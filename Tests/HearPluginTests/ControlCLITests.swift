@@ -2,6 +2,7 @@
 // presets and completions.
 
 import Foundation
+import HearDSP
 import Testing
 
 @Suite(.serialized) struct ControlCLITests {
@@ -90,7 +91,7 @@ import Testing
         let text = try sandbox.hearctl("status")
         #expect(text.status == 0 && text.stdout.hasPrefix("CHAIN") && text.stdout.contains("1 (mic)") && text.stdout.contains("48000 Hz"))
         let table = try sandbox.hearctl("list")
-        #expect(table.stdout.split(separator: "\n").count == 1 + 30 && table.stdout.contains("comp.ratio"))
+        #expect(table.stdout.split(separator: "\n").count == 1 + Parameter.count && table.stdout.contains("comp.ratio"))
 
         // bypass and reset
         #expect(try sandbox.hearctl("bypass", "on").status == 0)
