@@ -13,11 +13,12 @@ enum FitPlot {
 
     static func decibels(_ value: Double?) -> String {
         guard let value else { return "-" }
-        return String(format: "%.1f", value)
+        let rounded = (value * 10).rounded() / 10
+        return String(format: "%.1f", rounded == 0 ? 0 : rounded)  // never "-0.0"
     }
 
     static func table(_ ear: FittedEar) -> String {
-        var rows = [["Hz", "THRESHOLD dB HL", "RULE dB", "TARGET dB", "DELIVERED dB", ""]]
+        var rows = [["Hz", "THRESHOLD dB HL", "RULE dB", "TARGET dB", "DELIVERED dB", "NOTE"]]
         for index in Audiogram.frequencies.indices {
             let capped = ear.prescribed[index] > ear.targets[index] ? "capped" : ""
             rows.append([hertz(Audiogram.frequencies[index]), decibels(ear.thresholds[index]),
