@@ -136,6 +136,15 @@ import TestSupport
         var changes: [Parameter: Float] = [.mbAttack: attackMS, .mbRelease: releaseMS, .mbExpansion: -90]
         for b in 0..<6 { changes[.mbKnee(band: b)] = -40; changes[.mbRatio(ear: 0, band: b)] = 4 }
         var stage = Self.stage(Self.settings(changes), rate: rate, channels: 1)
+        // Each band has its own times: the schema's go to every band, a band's own replace them.
+        // Here the measured band gets its times from the schema in one run and its own in another.
+        if band == 4 {
+            var global = changes
+            global[.mbAttack] = 20
+            global[.mbRelease] = 500
+            stage = Self.stage(Self.settings(global), rate: rate, channels: 1)
+            stage.setTimes(band: band, attack: Double(attackMS) / 1000, release: Double(releaseMS) / 1000)
+        }
         // -50 dBFS (below the kneepoint), then -10 dBFS, then -50 dBFS again; the band's gain is
         // read every 2 samples.
         let frequency = Crossover.centre(band)
