@@ -203,6 +203,7 @@ extension Hearctl {
             for ear in ears {
                 print("\(ear.name.capitalized) ear (\(rule == .nalR ? "NAL-R" : "half-gain rule")):")
                 print(FitPlot.table(ear))
+                print(FitPlot.bandSettings(ear))
                 print()
                 print(FitPlot.chart(ear, maxGain: maxGain))
                 print()

@@ -27,6 +27,15 @@ enum FitPlot {
         return Output.table(rows)
     }
 
+    /// The settings the fit gives the six bands: gain below the kneepoint and ratio above it.
+    static func bandSettings(_ ear: FittedEar) -> String {
+        let side = ear.name
+        return "bands (mb.\(side).gainN, mb.\(side).ratioN): " + (0..<Fitting.bandCount).map { band in
+            "\(hertz(Fitting.bandCentres[band])) \(String(format: "%+.1f", ear.fit.bandGainDB[band])) dB "
+                + String(format: "%.2g:1", ear.fit.ratio[band])
+        }.joined(separator: ", ")
+    }
+
     /// Where `frequency` falls across 250-8000 Hz, 0 to 1 (log scale).
     static func position(_ frequency: Double) -> Double { log2(frequency / 250) / 5 }
 
