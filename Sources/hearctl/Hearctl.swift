@@ -22,6 +22,7 @@ struct Hearctl: ParsableCommand {
               hearctl set --chain mic comp.ratio 3 comp.threshold -30dB
               hearctl preset load voice-call --chain mic
               hearctl meter
+              hearctl fit --left 250:20,500:25,1000:35,2000:50,4000:60 --right 250:15,500:20,1000:30,2000:45,4000:55
             """,
         version: "hearctl 0.1 (protocol \(Protocol.tag))",
         subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Reset.self, PresetCommand.self, Meter.self, Fit.self]
