@@ -88,7 +88,8 @@ extension Hearctl {
                 Examples:
                   hearctl fit --left 250:20,500:25,1000:35,2000:50,4000:60,8000:65 \\
                               --right 250:15,500:20,1000:30,2000:45,4000:55,8000:60
-                  hearctl fit --dry-run --rule half-gain --left 500:40,2000:60 --right 500:35 --svg fit.svg
+                  hearctl fit --dry-run --rule half-gain --left 500:40,2000:60 --right 500:35
+                  hearctl fit --left 500:40,2000:60 --right 500:35 --svg fit.svg --preset mine
                 """)
 
         @Option(name: .long, help: ArgumentHelp("Left ear thresholds, e.g. 250:20,500:25,1000:35,2000:50,4000:60,8000:65.",
