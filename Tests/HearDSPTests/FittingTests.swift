@@ -142,6 +142,7 @@ import TestSupport
             _ = process(&chain, Array(loud[..<9600]), Array(loud[..<9600]))
             chain.apply(values)
             let (left, right) = process(&chain, Array(loud[9600...]), Array(loud[9600...]).map { -$0 })
+            #expect((left + right).allSatisfy { $0.isFinite }, "trial \(trial)")
             let mpo = pow(10, Double(values[.mbMPO]) / 20)
             let peak = Double(max(Signals.peak(left[...]), Signals.peak(right[...])))
             #expect(peak <= mpo * (1 + 1e-6), "trial \(trial): peak \(Signals.dB(peak)) dBFS over MPO \(values[.mbMPO])")
