@@ -67,9 +67,12 @@ extension Biquad {
 struct SplitCoefficients: Sendable {
     var a1: SIMD2<Double>, a2: SIMD2<Double>, b0: SIMD2<Double>, a2MinusOne: SIMD2<Double>
 
-    init(_ lowPass: Biquad) {
-        a1 = SIMD2(repeating: lowPass.a1); a2 = SIMD2(repeating: lowPass.a2)
-        b0 = SIMD2(repeating: lowPass.b0); a2MinusOne = SIMD2(repeating: lowPass.a2 - 1)
+    init(_ lowPass: Biquad) { self.init(lowPass, lowPass) }
+
+    /// Different splits in the two lanes (mono runs the two branches side by side).
+    init(_ lane0: Biquad, _ lane1: Biquad) {
+        a1 = SIMD2(lane0.a1, lane1.a1); a2 = SIMD2(lane0.a2, lane1.a2)
+        b0 = SIMD2(lane0.b0, lane1.b0); a2MinusOne = SIMD2(lane0.a2 - 1, lane1.a2 - 1)
     }
 }
 
@@ -158,6 +161,10 @@ public struct Crossover: Sendable {
     /// What the sample loop runs: per split, its coefficients; registers per split (shared poles,
     /// second low-pass) and per compensation all-pass.
     let splits: InlineArray<5, SplitCoefficients>
+    /// Mono: after the root split the low and the high branch have the same shape (two
+    /// compensation all-passes, a split, an all-pass on its low band, a split), so they run in the
+    /// two lanes at once: low branch in lane 0, high in lane 1. The lanes' splits, in that order.
+    let branchSplits: InlineArray<5, SplitCoefficients>
     var splitState: InlineArray<5, PoleState> = InlineArray(repeating: PoleState())
     var secondState: InlineArray<5, PoleState> = InlineArray(repeating: PoleState())
     var compensationState: InlineArray<6, PoleState> = InlineArray(repeating: PoleState())
@@ -199,6 +206,14 @@ public struct Crossover: Sendable {
         var splits = InlineArray<5, SplitCoefficients>(repeating: SplitCoefficients(.identity))
         for k in 0..<5 { splits[k] = SplitCoefficients(sections[3 * k]) }
         self.splits = splits
+        let lowPass = { (k: Int) in sections[3 * k] }
+        var branchSplits = InlineArray<5, SplitCoefficients>(repeating: SplitCoefficients(.identity))
+        branchSplits[0] = SplitCoefficients(lowPass(3), lowPass(0))  // first compensation: 2828 | 354
+        branchSplits[1] = SplitCoefficients(lowPass(4), lowPass(1))  // second compensation: 5657 | 707
+        branchSplits[2] = SplitCoefficients(lowPass(0), lowPass(3))  // first split: 354 | 2828
+        branchSplits[3] = SplitCoefficients(lowPass(1), lowPass(4))  // its low band's all-pass: 707 | 5657
+        branchSplits[4] = SplitCoefficients(lowPass(1), lowPass(4))  // second split: 707 | 5657
+        self.branchSplits = branchSplits
     }
 
     /// Splits `count` frames into six bands: band b of channel c goes to `bands + (2b + c) * stride`;
@@ -207,6 +222,10 @@ public struct Crossover: Sendable {
     @inline(__always) mutating func split(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                           count: Int, into bands: UnsafeMutablePointer<Float>, stride: Int,
                                           scratch branches: UnsafeMutablePointer<SIMD2<Double>>) {
+        if right == nil {
+            splitMono(left, count: count, into: bands, stride: stride, scratch: branches)
+            return
+        }
         let c = splits
         var p = splitState, q = secondState, a = compensationState
         let b0 = bands, b1 = bands + 2 * stride, b2 = bands + 4 * stride
@@ -236,6 +255,32 @@ public struct Crossover: Sendable {
             b3[i] = Float(y3[0]); b3[stride + i] = Float(y3[1])
             b4[i] = Float(y4[0]); b4[stride + i] = Float(y4[1])
             b5[i] = Float(y5[0]); b5[stride + i] = Float(y5[1])
+        }
+        splitState = p
+        secondState = q
+        compensationState = a
+    }
+
+    /// Mono: the root split in lane 0, then both branches side by side (see `branchSplits`). Only
+    /// mono instances come here, so the registers it uses are never shared with the stereo loop.
+    @inline(__always) mutating func splitMono(_ samples: UnsafeMutablePointer<Float>, count: Int,
+                                              into bands: UnsafeMutablePointer<Float>, stride: Int,
+                                              scratch branches: UnsafeMutablePointer<SIMD2<Double>>) {
+        let root = splits[2], c = branchSplits
+        var p = splitState, q = secondState, a = compensationState
+        let b0 = bands, b1 = bands + 2 * stride, b2 = bands + 4 * stride
+        let b3 = bands + 6 * stride, b4 = bands + 8 * stride, b5 = bands + 10 * stride
+        for i in 0..<count {
+            let (low3, high3) = p[2].split(SIMD2(Double(samples[i]), 0), root, second: &q[2])
+            branches[i] = a[1].allPass(a[0].allPass(SIMD2(low3[0], high3[0]), c[0]), c[1])
+        }
+        for i in 0..<count {
+            let (low, rest) = p[0].split(branches[i], c[2], second: &q[0])
+            let y03 = a[2].allPass(low, c[3])
+            let (y14, y25) = p[1].split(rest, c[4], second: &q[1])
+            b0[i] = Float(y03[0]); b3[i] = Float(y03[1])
+            b1[i] = Float(y14[0]); b4[i] = Float(y14[1])
+            b2[i] = Float(y25[0]); b5[i] = Float(y25[1])
         }
         splitState = p
         secondState = q

@@ -61,6 +61,12 @@ import TestSupport
         for frequency in stride(from: 20.0, to: rate * 0.45, by: 10) {
             designWorst = max(designWorst, abs(design.responseDB(atFrequency: frequency, bandGainsDB: Array(repeating: 0, count: 6))))
         }
+        // Mono runs its two branches in the lanes of one vector: the same response.
+        var mono = Self.stage(Self.settings(), rate: rate, channels: 1)
+        for frequency in Self.sweep where frequency < 0.4 * rate {
+            let (left, _) = Self.toneGainDB(&mono, frequency: frequency, amplitude: 0.1, rate: rate, seconds: 0.1)
+            worst = max(worst, abs(left))
+        }
         #expect(worst < 0.5, "measured deviation \(worst) dB")
         #expect(designWorst < 1e-6, "designed deviation \(designWorst) dB")
         print("multiband at 0 dB, \(rate) Hz: measured within \(worst) dB from 100 Hz to \(min(10000, 0.4 * rate)) Hz; designed \(designWorst) dB")
@@ -86,6 +92,14 @@ import TestSupport
             #expect(abs(l - expectedLeft) < 0.2, "band \(band + 1) left: \(l) dB, designed \(expectedLeft) dB")
             #expect(abs(r - expectedRight) < 0.2, "band \(band + 1) right: \(r) dB, designed \(expectedRight) dB")
             #expect(abs(l - Double(left[band])) < 3 && abs(r - Double(right[band])) < 3)
+        }
+        // A mono stage takes the left ear's gains.
+        var mono = Self.stage(Self.settings(changes), channels: 1)
+        for band in 0..<6 {
+            let centre = Crossover.centre(band)
+            let (l, _) = Self.toneGainDB(&mono, frequency: centre, amplitude: 0.03)
+            let expected = design.responseDB(atFrequency: centre, bandGainsDB: left.map(Double.init))
+            #expect(abs(l - expected) < 0.2, "mono band \(band + 1): \(l) dB, designed \(expected) dB")
         }
     }
 
