@@ -1,6 +1,7 @@
 // The whole filter for one plugin instance:
-//   (denoise) -> equalize -> hearing profile -> compress -> output gain -> limit -> MPO clamp,
-// with a click-free bypass.
+//   (denoise) -> equalize -> compress -> output gain -> limit, with a click-free bypass.
+// The hearing profile (six-band compressor, issue #6) runs between the EQ and the compressor, and
+// the maximum-output clamp after everything, the bypass crossfade included.
 // Audio is handled in chunks on a fixed grid of control ticks counted from activation, so the
 // output does not depend on how the host splits it into blocks; parameters glide once per tick
 // (EQ, makeup) or per sample (gain, bypass). Inputs are read for a whole chunk before any output
