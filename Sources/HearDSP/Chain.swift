@@ -1,7 +1,5 @@
 // The whole filter for one plugin instance:
 //   (denoise) -> equalize -> compress -> output gain -> limit, with a click-free bypass.
-// The hearing profile (six-band compressor, issue #6) runs between the EQ and the compressor, and
-// the maximum-output clamp after everything, the bypass crossfade included.
 // Audio is handled in chunks on a fixed grid of control ticks counted from activation, so the
 // output does not depend on how the host splits it into blocks; parameters glide once per tick
 // (EQ, makeup) or per sample (gain, bypass). Inputs are read for a whole chunk before any output
@@ -29,10 +27,10 @@ public struct Chain: ~Copyable {
     public private(set) var values: ParameterValues
 
     var equalizer: Equalizer
-    // The hearing profile sits after the EQ (which shapes the voice, e.g. cuts rumble, before any
-    // level is measured) and before the broadband compressor: its per-band levels must see the
-    // signal as it is, not after one loud band has pulled every band down. A fit switches the
-    // broadband compressor off (the multiband one replaces it); it stays usable after it.
+    // The hearing profile (six-band compressor) sits after the EQ, which shapes the voice (cuts
+    // rumble, say) before any level is measured, and before the broadband compressor: its band
+    // levels must see the signal as it is, not after one loud band has pulled every band down. A
+    // fit switches the broadband compressor off (the multiband one replaces it); it stays usable.
     var multiband: MultibandCompressor
     /// How far the summed bands can rise above the largest band gain (dB), for the gain cap.
     let multibandOvershootDB: Double
@@ -247,7 +245,8 @@ public struct Chain: ~Copyable {
         return position
     }
 
-    /// The MPO holds even where the limiter cannot: limit.enable 0, bypass, the bypass crossfade.
+    /// The last step of every chunk: the MPO holds even where the limiter cannot (limit.enable 0,
+    /// bypass, the bypass crossfade).
     @inline(__always) func clampToMaximumOutput(_ left: UnsafeMutablePointer<Float>,
                                                 _ right: UnsafeMutablePointer<Float>?, count: Int) {
         let top = maximumOutput
