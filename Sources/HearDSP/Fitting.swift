@@ -169,8 +169,10 @@ public enum Fitting {
         let centres = bandCentres
         let prescribed = centres.map { prescribedGain(rule, audiogram, at: $0) }
         let targets = prescribed.map { min($0, maxGainDB) }
-        // The chain holds band gains this far below the cap (the crossover's worst overshoot).
+        // The chain holds band gains this far below the cap (the crossover's worst overshoot), and
+        // the schema no lower than its minimum: the solution stays inside both.
         let ceiling = maxGainDB - crossover.overshootBoundDB()
+        let floor = Double(Parameter.mbLeftGain1.spec.minimum)
         let responses = centres.map { crossover.bandResponses(atFrequency: $0) }
         func delivered(_ gains: [Double]) -> [Double] {
             responses.map { bands in
@@ -186,7 +188,7 @@ public enum Fitting {
             let now = delivered(gains)
             var moved = 0.0
             for band in 0..<bandCount {
-                let next = min(gains[band] + (targets[band] - now[band]), ceiling)
+                let next = max(min(gains[band] + (targets[band] - now[band]), ceiling), floor)
                 moved = max(moved, abs(next - gains[band]))
                 gains[band] = next
             }

@@ -221,18 +221,18 @@ public enum Parameter: Int, CaseIterable, Sendable {
             return .init(key: "?", minimum: 0, maximum: 1, defaultValue: 0, unit: "", scale: .linear, help: "?")
         }
         let centre = [250, 500, 1000, 2000, 4000, 8000][index]
-        let where_ = "band \(index + 1), \(centre) Hz (\(Parameter.bandRange(index)))"
+        let place = "band \(index + 1), \(centre) Hz (\(Parameter.bandRange(index)))"
         guard let ear else {
             return .init(key: "mb.knee\(index + 1)", minimum: -70, maximum: -10, defaultValue: -40, unit: "dB",
-                         scale: .linear, help: "Kneepoint (band level, dBFS peak) above which \(where_) compresses")
+                         scale: .linear, help: "Kneepoint (band level, dBFS peak) above which \(place) compresses")
         }
         let side = ear == 0 ? "left" : "right", Side = ear == 0 ? "Left" : "Right"
         if rawValue < Parameter.mbLeftRatio1.rawValue {
             return .init(key: "mb.\(side).gain\(index + 1)", minimum: -20, maximum: 40, defaultValue: 0, unit: "dB",
-                         scale: .linear, help: "\(Side) ear gain below the kneepoint, \(where_)")
+                         scale: .linear, help: "\(Side) ear gain below the kneepoint, \(place)")
         }
         return .init(key: "mb.\(side).ratio\(index + 1)", minimum: 1, maximum: 10, defaultValue: 1, unit: ":1",
-                     scale: .logarithmic, help: "\(Side) ear compression ratio above the kneepoint, \(where_)")
+                     scale: .logarithmic, help: "\(Side) ear compression ratio above the kneepoint, \(place)")
     }
 
     public var key: String { spec.key }

@@ -180,6 +180,14 @@ extension Hearctl {
                         + short.map { FitPlot.hertz($0.0) }.joined(separator: ", ")
                         + " Hz (the cap counts the gain the EQ, compressor makeup and output gain add too)")
                 }
+                let over = zip(Audiogram.frequencies, zip(ear.targets, ear.delivered)).filter { _, pair in
+                    pair.1.map { $0 > pair.0 + 2 } ?? false
+                }
+                if !over.isEmpty {
+                    warnings.append("the \(ear.name) ear gets more than 2 dB more than its target at "
+                        + over.map { FitPlot.hertz($0.0) }.joined(separator: ", ")
+                        + " Hz: the bands overlap, so a change this steep between octaves cannot be followed exactly")
+                }
             }
 
             var applied = false, presetPath: String?
