@@ -16,8 +16,9 @@
 //                                                   └─ split 5657 ─ band 5, band 6
 //
 // The sample loop runs each split as one pole recursion shared by the first low-pass section and
-// the all-pass (direct form II, in Double), and folds each all-pass to three multiplies. Both
-// channels run in the lanes of one SIMD2<Double>: stereo costs what mono does.
+// the all-pass (direct form II, in Double), and folds each all-pass to three multiplies. Stereo
+// runs both channels in the lanes of one SIMD2<Double>; mono runs its low and its high branch
+// there, which have the same shape.
 
 
 /// A complex number, for the designed responses (off the audio path).

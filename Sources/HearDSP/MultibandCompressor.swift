@@ -17,6 +17,9 @@
 // expansion as fast as compression sets in. Below the kneepoint (and above the expansion
 // kneepoint) a band is linear: that gain is what a fit prescribes.
 //
+// Attack and release are per band: the schema's pair (mb.attack, mb.release) goes to every band,
+// `setTimes` gives one band its own. A mono instance uses the left ear's settings.
+//
 // IIR crossovers and a hold without look-ahead: the stage adds no latency.
 
 
