@@ -106,7 +106,10 @@ public struct Chain: ~Copyable {
         multiband.set(next, gainCeilingDB: cap - multibandOvershootDB - (added - excess))
         compressor.set(next)
         limiter.set(next)
-        maximumOutput = Float(LibM.exp(Double(next[.mbMPO]) * 0.11512925464970229))
+        // Rounded down to a Float, so no sample can exceed the MPO by even a rounding step.
+        let mpo = LibM.exp(Double(next[.mbMPO]) * 0.11512925464970229)
+        let level = Float(mpo)
+        maximumOutput = Double(level) > mpo ? level.nextDown : level
         outputGain.target = LibM.exp((Double(next[.gain]) - excess) * 0.11512925464970229)  // 10^(dB/20)
         wetMix.target = next[.bypass] != 0 ? 0 : 1
     }
