@@ -43,6 +43,8 @@ let package = Package(
         .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "TestSupport"]),
         .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "CLADSPA", "CMallocCounter", "TestSupport"]),
         .testTarget(name: "HearControlTests", dependencies: ["HearControl", "HearDSP"]),
+        // The conf.d drop-ins in a real PipeWire and PulseAudio that the tests start and stop themselves.
+        .testTarget(name: "IntegrationTests", dependencies: ["HearDSP", "CLADSPA", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

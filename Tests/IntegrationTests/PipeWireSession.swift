@@ -1,0 +1,182 @@
+// A private, headless PipeWire for one test: its own XDG_RUNTIME_DIR, config, state and HOME, a
+// session bus, pipewire with Tests/Integration/pipewire.conf, and wireplumber. The repository's
+// drop-ins load from $XDG_CONFIG_HOME/pipewire/pipewire.conf.d/, exactly as on a desktop.
+// Stand-ins for the hardware: "hear_test_mic_input" (play into it) feeds the source
+// "hear_test_mic", the default microphone; "hear_test_speaker", the default output, is a null sink.
+
+import Foundation
+
+final class PipeWireSession: @unchecked Sendable {
+    let processes: Processes
+    var root: URL { processes.root }
+
+    /// The node that carries each chain's controls (filter-chain puts `Props` on its capture side).
+    static let microphoneControls = "capture.hear_microphone"
+    static let speakerControls = "hear_speaker"
+
+    init(name: String, plugin: String = Repository.plugin) throws {
+        processes = try Processes(name: name)
+        do { try start(plugin: plugin) } catch {
+            let logs = "pipewire: \(processes.log("pipewire"))\nwireplumber: \(processes.log("wireplumber"))"
+            processes.stopAll()
+            throw IntegrationError("\(error)\n\(logs)")
+        }
+    }
+
+    private func start(plugin: String) throws {
+        let runtime = try processes.directory("run")
+        let config = try processes.directory("config")
+        processes.environment["XDG_RUNTIME_DIR"] = runtime.path
+        processes.environment["XDG_CONFIG_HOME"] = config.path
+        processes.environment["XDG_STATE_HOME"] = try processes.directory("state").path
+        processes.environment["HOME"] = try processes.directory("home").path
+        let dropIns = try processes.directory("config/pipewire/pipewire.conf.d")
+        try Repository.text("Tests/Integration/pipewire.conf")
+            .write(to: config.appendingPathComponent("pipewire/pipewire.conf"), atomically: true, encoding: .utf8)
+        for name in Repository.dropIns {
+            try Repository.configured("conf.d/pipewire/" + name, plugin: plugin)
+                .write(to: dropIns.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
+
+        // A session bus: wireplumber does not start without one. (Not --fork: the test owns the pid.)
+        let bus = runtime.appendingPathComponent("bus")
+        let busDaemon = try processes.start("dbus-daemon", ["--session", "--nofork", "--address=unix:path=\(bus.path)"], log: "dbus")
+        processes.environment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(bus.path)"
+        try waitFor("the session bus") {
+            guard busDaemon.isRunning else { throw IntegrationError("dbus-daemon exited: \(processes.log("dbus"))") }
+            return FileManager.default.fileExists(atPath: bus.path)
+        }
+
+        let daemon = try processes.start("pipewire", [], log: "pipewire")
+        try waitFor("the PipeWire socket") {
+            guard daemon.isRunning else { throw IntegrationError("pipewire exited: \(processes.log("pipewire"))") }
+            return FileManager.default.fileExists(atPath: runtime.appendingPathComponent("pipewire-0").path)
+        }
+        let manager = try processes.start("wireplumber", [], log: "wireplumber")
+        // Ready when both chains exist and wireplumber has linked the filters' streams to the stand-ins.
+        try waitFor("wireplumber to link the hear chains", timeout: 60) {
+            guard manager.isRunning else { throw IntegrationError("wireplumber exited: \(processes.log("wireplumber"))") }
+            let links = try self.links()
+            return links.contains { $0.input.hasPrefix("capture.hear_microphone:") && $0.output.hasPrefix("hear_test_mic:") }
+                && links.contains { $0.output.hasPrefix("playback.hear_speaker:") && $0.input.hasPrefix("hear_test_speaker:") }
+        }
+    }
+
+    func stop() { processes.stopAll() }
+
+    // MARK: What the daemon reports
+
+    /// Every object, as pw-dump prints it.
+    func dump() throws -> [[String: Any]] {
+        let output = try processes.run("pw-dump", ["--no-colors"]).output
+        guard let objects = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [[String: Any]] else {
+            throw IntegrationError("pw-dump printed no list")
+        }
+        return objects
+    }
+
+    /// The properties of every node, by node.name.
+    func nodes() throws -> [String: [String: Any]] {
+        var nodes: [String: [String: Any]] = [:]
+        for object in try dump() where object["type"] as? String == "PipeWire:Interface:Node" {
+            guard let info = object["info"] as? [String: Any], let props = info["props"] as? [String: Any],
+                  let name = props["node.name"] as? String else { continue }
+            var entry = props
+            entry["hear.info"] = info
+            nodes[name] = entry
+        }
+        return nodes
+    }
+
+    /// Port links as "node:port" pairs (pw-link -l).
+    func links() throws -> [(output: String, input: String)] {
+        let lines = try processes.run("pw-link", ["-l"]).output.split(separator: "\n").map(String.init)
+        var pairs: [(String, String)] = [], current = ""
+        for line in lines {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("|->") { pairs.append((current, String(trimmed.dropFirst(3)).trimmingCharacters(in: .whitespaces))) }
+            else if trimmed.hasPrefix("|<-") { pairs.append((String(trimmed.dropFirst(3)).trimmingCharacters(in: .whitespaces), current)) }
+            else { current = trimmed }
+        }
+        return pairs
+    }
+
+    // MARK: Controls
+
+    enum Value: CustomStringConvertible {
+        case number(Double)
+        case toggle(Bool)
+        var description: String {
+            switch self {
+            case .number(let value): return String(format: "%.6f", value)
+            case .toggle(let on): return on ? "true" : "false"
+            }
+        }
+    }
+
+    /// Sets filter-chain controls (`hear:KEY`) on a chain's node, and waits until the node reports them.
+    func set(_ node: String, _ values: [(String, Value)]) throws {
+        let params = values.map { "\"hear:\($0.0)\" \($0.1)" }.joined(separator: " ")
+        try processes.run("pw-cli", ["set-param", node, "Props", "{ params = [ \(params) ] }"])
+        try waitFor("\(node) to take \(params)", timeout: 10) {
+            let reported = try self.controls(node)
+            return values.allSatisfy { key, value in
+                guard let current = reported[key] else { return false }
+                switch value {
+                case .number(let number): return abs(current - number) < 1e-4
+                case .toggle(let on): return (current >= 0.5) == on
+                }
+            }
+        }
+    }
+
+    /// A node's current `hear:` controls, read from `pw-cli enum-params NODE Props`.
+    func controls(_ node: String) throws -> [String: Double] {
+        let lines = try processes.run("pw-cli", ["enum-params", node, "Props"]).output.split(separator: "\n")
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        var values: [String: Double] = [:]
+        for (index, line) in lines.enumerated() where line.hasPrefix("String \"hear:") && index + 1 < lines.count {
+            let key = String(line.dropFirst("String \"hear:".count).dropLast())
+            let next = lines[index + 1]
+            if next.hasPrefix("Float ") { values[key] = Double(next.dropFirst(6)) }
+            else if next.hasPrefix("Bool ") { values[key] = next.hasSuffix("true") ? 1 : 0 }
+        }
+        return values
+    }
+
+    /// Forces the graph's sample rate (0 gives the choice back to the daemon).
+    func forceRate(_ rate: Int) throws {
+        try processes.run("pw-metadata", ["-n", "settings", "0", "clock.force-rate", "\(rate)"])
+    }
+
+    // MARK: Playing and recording
+
+    /// Records from `source` while `file` plays into `sink`; returns what was recorded.
+    /// `monitor` records what reaches a sink (its monitor ports) rather than a source.
+    /// `during` runs while the graph is still running, after the file has played.
+    func record(from source: String, monitor: Bool = false, channels: Int, playing file: URL, into sink: String,
+                name: String, during: (() throws -> Void)? = nil) throws -> Recording {
+        let output = root.appendingPathComponent(name + ".wav")
+        let recorderName = "hear_test_recorder_\(name)"
+        let props = "{ node.name = \(recorderName) \(monitor ? "stream.capture.sink = true" : "") }"
+        let recorder = try processes.start(
+            "pw-record", ["--target", source, "-P", props, "--format", "f32", "--rate", "48000",
+                          "--channels", "\(channels)", output.path], log: "record-\(name)")
+        defer { processes.stop(recorder, signal: SIGINT) }
+        try waitFor("the recorder to be linked to \(source)") {
+            guard recorder.isRunning else { throw IntegrationError("pw-record exited: \(processes.log("record-\(name)"))") }
+            return try links().contains { $0.input.hasPrefix(recorderName + ":") }
+        }
+        try processes.run("pw-play", ["--target", sink, file.path], timeout: 120)
+        // Let the tail through the graph: wait for another 0.5 s of audio in the file.
+        let size = { ((try? FileManager.default.attributesOfItem(atPath: output.path)[.size]) as? Int) ?? 0 }
+        let target = size() + 24_000 * channels * 4
+        try waitFor("0.5 s more of the recording") { size() >= target }
+        try during?()
+        processes.stop(recorder, signal: SIGINT)
+        return try WAVFile.read(output)
+    }
+
+    /// A test file in this session's directory.
+    func file(_ name: String) -> URL { root.appendingPathComponent(name) }
+}

@@ -1,0 +1,132 @@
+// The drop-ins in a real PipeWire (private and headless, see PipeWireSession): both chains
+// appear as devices, audio played through them comes back processed, the gain control moves the
+// level by what it says, and a change of the graph's sample rate re-instantiates the filter.
+//
+// Levels: a 1 kHz tone at -20 dBFS peak is played with pw-play and recorded with pw-record; the
+// reference is the same chain with `bypass` on, so the stand-in devices cancel out.
+
+import Foundation
+import Testing
+import TestSupport
+
+@Suite(.serialized) struct PipeWireTests {
+    static let rate = 48000
+
+    /// A tone file in the session's directory.
+    static func tone(_ session: PipeWireSession, frequency: Double, channels: Int, seconds: Double = 3) throws -> URL {
+        let url = session.file("tone-\(Int(frequency))-\(channels).wav")
+        let samples = Signals.sine(frequency: frequency, rate: Double(rate), seconds: seconds, amplitude: 0.1)
+        try WAVFile.write(Array(repeating: samples, count: channels), rate: rate, to: url)
+        return url
+    }
+
+    /// Everything but the output gain and the limiter off, so a quiet tone sees only `gain`.
+    static let onlyGain: [(String, PipeWireSession.Value)] = [
+        ("bypass", .toggle(false)), ("ns.enable", .toggle(false)), ("eq.enable", .toggle(false)),
+        ("comp.enable", .toggle(false)), ("gain", .number(6)),
+    ]
+
+    @Test func bothChainsAppearAsDevicesWithTheirMediaClass() throws {
+        let session = try PipeWireSession(name: "nodes")
+        defer { session.stop() }
+        let nodes = try session.nodes()
+        let microphone = try #require(nodes["hear_microphone"], "nodes: \(nodes.keys.sorted())")
+        #expect(microphone["media.class"] as? String == "Audio/Source")
+        #expect(microphone["node.description"] as? String == "Hear: enhanced microphone")
+        let speaker = try #require(nodes["hear_speaker"], "nodes: \(nodes.keys.sorted())")
+        #expect(speaker["media.class"] as? String == "Audio/Sink")
+        #expect(speaker["node.description"] as? String == "Hear: clearer voices")
+        // The sides that face the hardware are passive: the filters sleep until an app uses them.
+        #expect(Self.isTrue(nodes["capture.hear_microphone"]?["node.passive"]))
+        #expect(Self.isTrue(nodes["playback.hear_speaker"]?["node.passive"]))
+        // The configs' controls reached the plugin.
+        let controls = try session.controls(PipeWireSession.microphoneControls)
+        #expect(controls["comp.threshold"] == -30, "\(controls)")
+        #expect(try session.controls(PipeWireSession.speakerControls)["eq.peak3.gain"] == 4)
+    }
+
+    @Test func microphoneGainOf6dBRaisesAToneBy6dB() throws {
+        let session = try PipeWireSession(name: "mic-gain")
+        defer { session.stop() }
+        let tone = try Self.tone(session, frequency: 1000, channels: 1)
+        let node = PipeWireSession.microphoneControls
+
+        try session.set(node, [("bypass", .toggle(true))])
+        let bypassed = try session.record(from: "hear_microphone", channels: 1, playing: tone, into: "hear_test_mic_input",
+                                          name: "bypassed")
+        try session.set(node, Self.onlyGain)
+        let gained = try session.record(from: "hear_microphone", channels: 1, playing: tone, into: "hear_test_mic_input",
+                                        name: "gained")
+        let reference = try Level.steady(bypassed.samples, rate: bypassed.rate)
+        let level = try Level.steady(gained.samples, rate: gained.rate)
+        // The stand-in devices pass the tone untouched: -20 dBFS peak is -23.0 dBFS RMS.
+        #expect(abs(reference - -23.01) < 0.5, "bypassed: \(reference) dBFS")
+        #expect(abs(level - reference - 6) < 0.5, "bypassed \(reference) dBFS, gain 6: \(level) dBFS")
+    }
+
+    @Test func speakerGainOf6dBRaisesAToneBy6dBOnBothChannels() throws {
+        let session = try PipeWireSession(name: "speaker-gain")
+        defer { session.stop() }
+        let tone = try Self.tone(session, frequency: 1000, channels: 2)
+        let node = PipeWireSession.speakerControls
+
+        try session.set(node, [("bypass", .toggle(true))])
+        let bypassed = try session.record(from: "hear_test_speaker", monitor: true, channels: 2, playing: tone,
+                                          into: "hear_speaker", name: "bypassed")
+        try session.set(node, Self.onlyGain)
+        let gained = try session.record(from: "hear_test_speaker", monitor: true, channels: 2, playing: tone,
+                                        into: "hear_speaker", name: "gained")
+        for channel in 0..<2 {
+            let reference = try Level.steady(bypassed.channel(channel), rate: bypassed.rate)
+            let level = try Level.steady(gained.channel(channel), rate: gained.rate)
+            #expect(abs(reference - -23.01) < 0.5, "channel \(channel) bypassed: \(reference) dBFS")
+            #expect(abs(level - reference - 6) < 0.5, "channel \(channel): bypassed \(reference) dBFS, gain 6: \(level) dBFS")
+        }
+    }
+
+    /// At 44.1 and 96 kHz: a 3 kHz tone through gain 6 and a +6 dB peak at 3 kHz comes out 12 dB
+    /// louder. A filter left at 48 kHz coefficients would put the peak at 2.76 or 6 kHz and miss.
+    @Test(arguments: [44100, 96000])
+    func aNewGraphRateReinstantiatesTheFilter(rate: Int) throws {
+        let session = try PipeWireSession(name: "rate-\(rate)")
+        defer { session.stop() }
+        try session.forceRate(rate)
+        let tone = try Self.tone(session, frequency: 3000, channels: 2)
+        let node = PipeWireSession.speakerControls
+
+        try session.set(node, [("bypass", .toggle(true))])
+        let bypassed = try session.record(from: "hear_test_speaker", monitor: true, channels: 2, playing: tone,
+                                          into: "hear_speaker", name: "bypassed")
+        try session.set(node, [
+            ("bypass", .toggle(false)), ("ns.enable", .toggle(false)), ("comp.enable", .toggle(false)),
+            ("eq.enable", .toggle(true)), ("eq.hp.enable", .toggle(false)), ("eq.low.gain", .number(0)),
+            ("eq.peak1.gain", .number(0)), ("eq.peak2.gain", .number(0)), ("eq.high.gain", .number(0)),
+            ("eq.peak3.freq", .number(3000)), ("eq.peak3.gain", .number(6)), ("eq.peak3.q", .number(1)),
+            ("gain", .number(6)),
+        ])
+        var formatRate: Int?
+        let shaped = try session.record(from: "hear_test_speaker", monitor: true, channels: 2, playing: tone,
+                                        into: "hear_speaker", name: "shaped") {
+            formatRate = try Self.formatRate(session, node: "hear_speaker")
+        }
+        #expect(formatRate == rate, "the filter's input runs at \(formatRate.map(String.init) ?? "?") Hz")
+        let reference = try Level.steady(bypassed.channel(0), rate: bypassed.rate)
+        let level = try Level.steady(shaped.channel(0), rate: shaped.rate)
+        #expect(abs(reference - -23.01) < 0.5, "bypassed at \(rate) Hz: \(reference) dBFS")
+        #expect(abs(level - reference - 12) < 0.5, "at \(rate) Hz: bypassed \(reference) dBFS, shaped: \(level) dBFS")
+    }
+
+    /// pw-dump prints a property as a JSON bool or a string.
+    static func isTrue(_ value: Any?) -> Bool { (value as? Bool) == true || (value as? String) == "true" }
+
+    /// The sample rate a node's negotiated Format names (pw-dump), while the graph runs.
+    static func formatRate(_ session: PipeWireSession, node: String) throws -> Int? {
+        for object in try session.dump() where object["type"] as? String == "PipeWire:Interface:Node" {
+            guard let info = object["info"] as? [String: Any], let props = info["props"] as? [String: Any],
+                  props["node.name"] as? String == node, let params = info["params"] as? [String: Any],
+                  let formats = params["Format"] as? [[String: Any]] else { continue }
+            return formats.first?["rate"] as? Int
+        }
+        return nil
+    }
+}
