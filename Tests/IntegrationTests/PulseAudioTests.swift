@@ -1,0 +1,64 @@
+// conf.d/pulseaudio/hear.pa in a real PulseAudio daemon that the test starts and stops: the
+// chains appear, audio goes through both, and the speaker chain's module line with gain at +6 dB
+// plays a tone 6 dB louder than the same line with bypass on.
+
+import Foundation
+import Testing
+import TestSupport
+
+@Suite(.serialized) struct PulseAudioTests {
+    static func tone(_ session: PulseAudioSession, channels: Int) throws -> URL {
+        let url = session.file("tone-\(channels).wav")
+        let samples = Signals.sine(frequency: 1000, rate: 48000, seconds: 3, amplitude: 0.1)
+        try WAVFile.write(Array(repeating: samples, count: channels), rate: 48000, to: url)
+        return url
+    }
+
+    @Test func hearPALoadsBothChainsAndAudioPassesThroughThem() throws {
+        let session = try PulseAudioSession(name: "pulse-chains")
+        defer { session.stop() }
+        let sinks = try session.names("sinks"), sources = try session.names("sources")
+        #expect(sinks.contains("hear_speaker") && sinks.contains("hear_microphone_filter"), "\(sinks)")
+        #expect(sources.contains("hear_microphone"), "\(sources)")
+        #expect(try session.names("modules").contains("module-loopback"))
+
+        let speaker = try session.record(from: "hear_test_out.monitor", channels: 2, playing: Self.tone(session, channels: 2),
+                                         into: "hear_speaker", name: "speaker")
+        let speakerLevel = try Level.steady(speaker.channel(0), rate: speaker.rate)
+        #expect(speakerLevel > -40 && speakerLevel < -1, "speaker chain: \(speakerLevel) dBFS")
+        // The microphone chain: hear_test_mic's monitor -> loopback -> filter -> null sink -> hear_microphone.
+        let microphone = try session.record(from: "hear_microphone", channels: 1, playing: Self.tone(session, channels: 1),
+                                            into: "hear_test_mic", name: "microphone")
+        let microphoneLevel = try Level.steady(microphone.samples, rate: microphone.rate)
+        #expect(microphoneLevel > -40 && microphoneLevel < -1, "microphone chain: \(microphoneLevel) dBFS")
+    }
+
+    @Test func gainOf6dBRaisesAToneBy6dB() throws {
+        let session = try PulseAudioSession(name: "pulse-gain")
+        defer { session.stop() }
+        let speaker = try #require(try PulseLADSPASink.all(in: Repository.configured("conf.d/pulseaudio/hear.pa"))
+            .first { $0.sinkName == "hear_speaker" })
+        let ports = try PluginPorts.controlInputs(label: speaker.label)
+        // hear.pa's own speaker line, loaded twice more with other control values: PulseAudio's
+        // module-ladspa-sink has no live controls.
+        let variants: [(String, [String: Double])] = [
+            ("hear_test_bypassed", ["bypass": 1]),
+            ("hear_test_gain", ["ns.enable": 0, "eq.enable": 0, "comp.enable": 0, "gain": 6]),
+        ]
+        for (name, controls) in variants {
+            try session.processes.run("pactl", ["load-module", "module-ladspa-sink",
+                                                speaker.arguments(sinkName: name, master: "hear_test_out", controls: controls, ports: ports)])
+        }
+        let tone = try Self.tone(session, channels: 2)
+        let bypassed = try session.record(from: "hear_test_out.monitor", channels: 2, playing: tone, into: "hear_test_bypassed",
+                                          name: "bypassed")
+        let gained = try session.record(from: "hear_test_out.monitor", channels: 2, playing: tone, into: "hear_test_gain",
+                                        name: "gained")
+        for channel in 0..<2 {
+            let reference = try Level.steady(bypassed.channel(channel), rate: bypassed.rate)
+            let level = try Level.steady(gained.channel(channel), rate: gained.rate)
+            #expect(abs(reference - -23.01) < 0.5, "channel \(channel) bypassed: \(reference) dBFS")
+            #expect(abs(level - reference - 6) < 0.5, "channel \(channel): bypassed \(reference) dBFS, gain 6: \(level) dBFS")
+        }
+    }
+}
