@@ -7,8 +7,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # test inside a private PipeWire session, Tests/HearPluginTests/ControlPipeWireTests.swift).
 DEB_TEST := ladspa-sdk pipewire wireplumber dbus-daemon
 DEB_BENCH := swh-plugins lsp-plugins-ladspa
+# The real daemons the integration tests and `make demo` start, and what they play and record with.
+DEB_DAEMONS := pipewire pipewire-bin wireplumber pulseaudio pulseaudio-utils dbus sox espeak-ng
+# What `make install` needs on a desktop (installed only when missing).
+DEB_RUNTIME := pipewire pipewire-bin wireplumber
+# `make install` places files per user; PREFIX=/usr/local (for example) installs for everyone.
+PREFIX ?=
 
-.PHONY: all build test bench deps help clean
+.PHONY: all build test bench deps help clean install uninstall demo
 
 all: build
 
@@ -18,6 +24,10 @@ help:
 	@echo "make test    build, then run every test in release mode"
 	@echo "make bench   ns/sample per stage and chain next to swh sc4m/mbeq and lsp compressor_mono"
 	@echo "make clean   remove .build"
+	@echo "make demo    a private headless PipeWire runs noisy speech through the microphone chain; leaves before.wav, after.wav"
+	@echo "make install plugin to ~/.local/lib/ladspa, hearctl to ~/.local/bin, drop-ins to ~/.config/pipewire/pipewire.conf.d"
+	@echo "             (PREFIX=/usr/local: system-wide, drop-ins to /etc/pipewire/pipewire.conf.d); restarts PipeWire"
+	@echo "make uninstall  remove exactly what install wrote (its manifest)"
 
 build:
 	$(SWIFT) build -c release
@@ -26,7 +36,7 @@ build:
 
 deps:
 	$(SUDO) apt-get update
-	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $(DEB_TEST) $(DEB_BENCH)
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $(DEB_TEST) $(DEB_BENCH) $(DEB_DAEMONS)
 
 test: build
 	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) $(SWIFT) test -c release
@@ -36,3 +46,17 @@ bench: build
 
 clean:
 	rm -rf .build
+
+# NO_BUILD=1 installs what is already built (the install test uses it while `swift test` holds .build).
+install: $(if $(NO_BUILD),,build)
+	@missing=$$(for p in $(DEB_RUNTIME); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing $$missing"; \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; fi
+	@PREFIX=$(PREFIX) PLUGIN=$(CURDIR)/$(PLUGIN) HEARCTL=$(CURDIR)/$(BUILD)/hearctl Tests/Integration/install.sh install
+
+uninstall:
+	@PREFIX=$(PREFIX) Tests/Integration/install.sh uninstall
+
+demo: build
+	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) Tests/Integration/demo.sh

@@ -14,28 +14,33 @@ final class PipeWireSession: @unchecked Sendable {
     static let microphoneControls = "capture.hear_microphone"
     static let speakerControls = "hear_speaker"
 
-    init(name: String, plugin: String = Repository.plugin) throws {
+    /// `installedHome`: use the drop-ins `make install` wrote under this HOME instead of the repository's.
+    init(name: String, plugin: String = Repository.plugin, installedHome: URL? = nil) throws {
         processes = try Processes(name: name)
-        do { try start(plugin: plugin) } catch {
+        do { try start(plugin: plugin, installedHome: installedHome) } catch {
             let logs = "pipewire: \(processes.log("pipewire"))\nwireplumber: \(processes.log("wireplumber"))"
             processes.stopAll()
             throw IntegrationError("\(error)\n\(logs)")
         }
     }
 
-    private func start(plugin: String) throws {
+    private func start(plugin: String, installedHome: URL?) throws {
         let runtime = try processes.directory("run")
-        let config = try processes.directory("config")
+        let home = try installedHome ?? processes.directory("home")
+        let config = try installedHome.map { $0.appendingPathComponent(".config") } ?? processes.directory("config")
         processes.environment["XDG_RUNTIME_DIR"] = runtime.path
         processes.environment["XDG_CONFIG_HOME"] = config.path
         processes.environment["XDG_STATE_HOME"] = try processes.directory("state").path
-        processes.environment["HOME"] = try processes.directory("home").path
-        let dropIns = try processes.directory("config/pipewire/pipewire.conf.d")
+        processes.environment["HOME"] = home.path
+        try FileManager.default.createDirectory(at: config.appendingPathComponent("pipewire"), withIntermediateDirectories: true)
         try Repository.text("Tests/Integration/pipewire.conf")
             .write(to: config.appendingPathComponent("pipewire/pipewire.conf"), atomically: true, encoding: .utf8)
-        for name in Repository.dropIns {
-            try Repository.configured("conf.d/pipewire/" + name, plugin: plugin)
-                .write(to: dropIns.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        if installedHome == nil {
+            let dropIns = try processes.directory("config/pipewire/pipewire.conf.d")
+            for name in Repository.dropIns {
+                try Repository.configured("conf.d/pipewire/" + name, plugin: plugin)
+                    .write(to: dropIns.appendingPathComponent(name), atomically: true, encoding: .utf8)
+            }
         }
 
         // A session bus: wireplumber does not start without one. (Not --fork: the test owns the pid.)
