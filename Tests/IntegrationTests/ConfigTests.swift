@@ -12,7 +12,10 @@ import Testing
         let text = try Repository.text("conf.d/pipewire/" + name)
         #expect(DropIn.code(text).components(separatedBy: Repository.placeholder).count == 2, "one \(Repository.placeholder) in \(name)")
         let dropIn = try DropIn(text)
-        #expect(dropIn.label == (name == "hear-microphone.conf" ? "hear_mono" : "hear_stereo"))
+        let microphone = name == "hear-microphone.conf"
+        #expect(dropIn.label == (microphone ? "hear_mono" : "hear_stereo"))
+        // Each chain has its own number, so hearctl tells them apart (1 is "mic", 2 "speaker").
+        #expect(dropIn.controls["chain"] == (microphone ? 1 : 2))
         let ports = try PluginPorts.controlInputs(label: dropIn.label)
         #expect(!dropIn.controls.isEmpty)
         for (key, value) in dropIn.controls {

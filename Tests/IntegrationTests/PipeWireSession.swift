@@ -144,6 +144,7 @@ final class PipeWireSession: @unchecked Sendable {
             let key = String(line.dropFirst("String \"hear:".count).dropLast())
             let next = lines[index + 1]
             if next.hasPrefix("Float ") { values[key] = Double(next.dropFirst(6)) }
+            else if next.hasPrefix("Int ") { values[key] = Double(next.dropFirst(4)) }
             else if next.hasPrefix("Bool ") { values[key] = next.hasSuffix("true") ? 1 : 0 }
         }
         return values

@@ -36,9 +36,14 @@ final class PulseAudioSession: @unchecked Sendable {
         let daemon = try processes.start(
             "pulseaudio", ["-n", "-F", script.path, "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no",
                            "--log-target=stderr", "--log-level=notice"], log: "pulseaudio")
+        // hear.pa's last line makes the microphone source; a line that failed leaves its sink out.
         try waitFor("PulseAudio to load hear.pa") {
             guard daemon.isRunning else { throw IntegrationError("pulseaudio exited") }
-            return try processes.run("pactl", ["list", "short", "sources"], check: false).output.contains("hear_microphone\t")
+            return try processes.run("pactl", ["list", "short", "sources"], check: false).output.contains("\thear_microphone\t")
+        }
+        let sinks = try names("sinks")
+        guard sinks.contains("hear_speaker"), sinks.contains("hear_microphone_filter") else {
+            throw IntegrationError("hear.pa did not load whole; sinks: \(sinks)")
         }
     }
 
