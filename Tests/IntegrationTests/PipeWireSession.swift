@@ -159,9 +159,10 @@ final class PipeWireSession: @unchecked Sendable {
 
     /// Records from `source` while `file` plays into `sink`; returns what was recorded.
     /// `monitor` records what reaches a sink (its monitor ports) rather than a source.
+    /// `before` runs once the recorder is linked (the chain is running), before the file plays;
     /// `during` runs while the graph is still running, after the file has played.
     func record(from source: String, monitor: Bool = false, channels: Int, playing file: URL, into sink: String,
-                name: String, during: (() throws -> Void)? = nil) throws -> Recording {
+                name: String, before: (() throws -> Void)? = nil, during: (() throws -> Void)? = nil) throws -> Recording {
         let output = root.appendingPathComponent(name + ".wav")
         let recorderName = "hear_test_recorder_\(name)"
         let props = "{ node.name = \(recorderName) \(monitor ? "stream.capture.sink = true" : "") }"
@@ -173,6 +174,7 @@ final class PipeWireSession: @unchecked Sendable {
             guard recorder.isRunning else { throw IntegrationError("pw-record exited: \(processes.log("record-\(name)"))") }
             return try links().contains { $0.input.hasPrefix(recorderName + ":") }
         }
+        try before?()
         try processes.run("pw-play", ["--target", sink, file.path], timeout: 120)
         // Let the tail through the graph: wait for another 0.5 s of audio in the file.
         let size = { ((try? FileManager.default.attributesOfItem(atPath: output.path)[.size]) as? Int) ?? 0 }
@@ -181,6 +183,21 @@ final class PipeWireSession: @unchecked Sendable {
         try during?()
         processes.stop(recorder, signal: SIGINT)
         return try WAVFile.read(output)
+    }
+
+    /// Runs the built hearctl against this session (its control sockets are in $XDG_RUNTIME_DIR/hear).
+    @discardableResult
+    func hearctl(_ arguments: String...) throws -> String {
+        try processes.run(Repository.url(".build/release/hearctl").path, arguments).output
+    }
+
+    /// Waits until the plugin's control server reports an instance of `chain` (filter-chain
+    /// instantiates the plugin when the node starts running, and drops it when it suspends).
+    func waitForInstance(chain: String) throws {
+        try waitFor("an instance of chain \(chain) in hearctl status") {
+            let result = try processes.run(Repository.url(".build/release/hearctl").path, ["status", "--chain", chain], check: false)
+            return result.status == 0
+        }
     }
 
     /// A test file in this session's directory.

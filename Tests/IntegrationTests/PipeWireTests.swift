@@ -85,6 +85,30 @@ import TestSupport
         }
     }
 
+    /// hearctl finds the plugin inside the PipeWire daemon by its control socket and tunes the
+    /// microphone chain live: `hearctl set gain 6` raises the recorded tone by 6 dB.
+    @Test func hearctlSetGain6RaisesTheMicrophoneBy6dB() throws {
+        let session = try PipeWireSession(name: "hearctl-gain")
+        defer { session.stop() }
+        let tone = try Self.tone(session, frequency: 1000, channels: 1)
+        let bypassed = try session.record(from: "hear_microphone", channels: 1, playing: tone, into: "hear_test_mic_input",
+                                          name: "bypassed", before: {
+            try session.waitForInstance(chain: "mic")
+            try session.hearctl("set", "--chain", "mic", "bypass", "on")
+        })
+        let gained = try session.record(from: "hear_microphone", channels: 1, playing: tone, into: "hear_test_mic_input",
+                                        name: "gained", before: {
+            try session.waitForInstance(chain: "mic")
+            try session.hearctl("set", "--chain", "mic", "bypass", "off", "ns.enable", "off", "eq.enable", "off", "comp.enable", "off")
+            try session.hearctl("set", "gain", "6")
+        })
+        #expect(try session.hearctl("get", "--chain", "mic", "gain").contains("6"))
+        let reference = try Level.steady(bypassed.samples, rate: bypassed.rate)
+        let level = try Level.steady(gained.samples, rate: gained.rate)
+        #expect(abs(reference - -23.01) < 0.5, "bypassed: \(reference) dBFS")
+        #expect(abs(level - reference - 6) < 0.5, "bypassed \(reference) dBFS, hearctl set gain 6: \(level) dBFS")
+    }
+
     /// At 44.1 and 96 kHz: a 3 kHz tone through gain 6 and a +6 dB peak at 3 kHz comes out 12 dB
     /// louder. A filter left at 48 kHz coefficients would put the peak at 2.76 or 6 kHz and miss.
     @Test(arguments: [44100, 96000])
