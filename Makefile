@@ -9,6 +9,8 @@ DEB_TEST := ladspa-sdk pipewire wireplumber dbus-daemon
 DEB_BENCH := swh-plugins lsp-plugins-ladspa
 # The real daemons the integration tests and `make demo` start, and what they play and record with.
 DEB_DAEMONS := pipewire pipewire-bin wireplumber pulseaudio pulseaudio-utils dbus sox espeak-ng
+# hearctl reads the PipeWire graph through libpipewire (modules/CPipeWire).
+DEB_BUILD := libpipewire-0.3-dev libspa-0.2-dev
 # What `make install` needs on a desktop (installed only when missing).
 DEB_RUNTIME := pipewire pipewire-bin wireplumber
 # `make install` places files per user; PREFIX=/usr/local (for example) installs for everyone.
@@ -36,7 +38,7 @@ build:
 
 deps:
 	$(SUDO) apt-get update
-	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $(DEB_TEST) $(DEB_BENCH) $(DEB_DAEMONS)
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $(DEB_TEST) $(DEB_BENCH) $(DEB_DAEMONS) $(DEB_BUILD)
 
 test: build
 	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) $(SWIFT) test -c release

@@ -20,6 +20,9 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CLADSPA", path: "modules/CLADSPA"),
         .systemLibrary(name: "CHearSys", path: "modules/CHearSys"),
+        // libpipewire-0.3 for hearctl status (Debian: libpipewire-0.3-dev, libspa-0.2-dev); never linked by the plugin.
+        .systemLibrary(name: "CPipeWire", path: "modules/CPipeWire", pkgConfig: "libpipewire-0.3",
+                       providers: [.apt(["libpipewire-0.3-dev", "libspa-0.2-dev"])]),
         .target(name: "HearDSP", swiftSettings: realTimeFlags),
         .target(
             name: "HearPlugin", dependencies: ["HearDSP", "HearControl", "CLADSPA", "CHearSys"], swiftSettings: realTimeFlags,
@@ -33,7 +36,7 @@ let package = Package(
         .target(name: "HearControl", dependencies: ["HearDSP"]),
         .executableTarget(
             name: "hearctl",
-            dependencies: ["HearControl", "HearDSP", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["HearControl", "HearDSP", "CPipeWire", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // Test helpers: signals and measurements, and a heap-allocation counter.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

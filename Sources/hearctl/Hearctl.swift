@@ -52,22 +52,40 @@ struct JSONOption: ParsableArguments {
 extension Hearctl {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show every running instance: chain, rate, latency, uptime and meters.")
+            abstract: "Show every running instance (chain, rate, latency, uptime, meters) and the PipeWire nodes that host them.")
 
         @OptionGroup var target: ChainOption
         @OptionGroup var output: JSONOption
 
         func run() throws {
-            let target = try Target(chain: target.number)
+            // PipeWire's side (nodes, states, devices, graph rate), then the plugin's (control sockets).
+            var graph = PipeWireGraph.snapshot()
+            graph.only = self.target.number
+            let chains = graph.chains
+            let target: Target
+            do {
+                target = try Target(chain: self.target.number)
+            } catch where !chains.isEmpty {
+                // No instance: filter-chain drops the plugin while its nodes are suspended.
+                if output.json {
+                    Output.json(["instances": [Any](), "notices": [String](), "pipewire": graph.jsonObject])
+                } else {
+                    print("no plugin instance runs: PipeWire starts a chain when an app uses it")
+                    print("\n" + graph.summary + "\n" + graph.table)
+                }
+                return
+            }
             let statuses = try target.statuses()
             let notices = Array(Swift.Set(statuses.flatMap(\.notices))).sorted()
             if output.json {
-                Output.json(["instances": statuses.map { Output.statusObject(pid: $0.pid, $0.status) }, "notices": notices])
+                Output.json(["instances": statuses.map { Output.statusObject(pid: $0.pid, $0.status) }, "notices": notices,
+                             "pipewire": graph.jsonObject])
                 return
             }
             if statuses.isEmpty { throw CLIError("no running instance of \(target.chainDescription)") }
             print(Output.statusTable(statuses.map { ($0.pid, $0.status) }))
             for notice in notices { print("notice: \(notice)") }
+            print("\n" + graph.summary + (chains.isEmpty ? "" : "\n" + graph.table))
         }
     }
 

@@ -109,6 +109,36 @@ import TestSupport
         #expect(abs(level - reference - 6) < 0.5, "bypassed \(reference) dBFS, hearctl set gain 6: \(level) dBFS")
     }
 
+    /// With both chains running, `hearctl status` shows the plugin's instances and, through
+    /// libpipewire, the PipeWire node that hosts each chain, its state and its device.
+    @Test func hearctlStatusListsBothChainsWithTheirPipeWireNodes() throws {
+        let session = try PipeWireSession(name: "hearctl-status")
+        defer { session.stop() }
+        let idle = try session.hearctl("status")
+        #expect(idle.contains("hear_microphone") && idle.contains("hear_speaker") && idle.contains("suspended"), "\(idle)")
+        // An app plays into the speaker chain and another records from the microphone chain.
+        let tone = try Self.tone(session, frequency: 1000, channels: 2, seconds: 60)
+        try session.processes.start("pw-play", ["--target", "hear_speaker", tone.path], log: "play")
+        try session.processes.start("pw-record", ["--target", "hear_microphone", session.file("mic.wav").path], log: "record")
+        var text = ""
+        try waitFor("both chains to run") {
+            text = try session.hearctl("status")
+            return text.split(separator: "\n").filter { $0.contains("hear_") && $0.contains("running") }.count == 4
+        }
+        let json = try JSONSerialization.jsonObject(with: Data(session.hearctl("status", "--json").utf8)) as? [String: Any] ?? [:]
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.hasPrefix("1 (mic)") && $0.contains("hear_mono") }, "\(text)")
+        #expect(lines.contains { $0.hasPrefix("2 (speaker)") && $0.contains("hear_stereo") }, "\(text)")
+        #expect(lines.contains { $0.hasPrefix("PipeWire 0.3") && $0.contains("48000 Hz") && $0.contains("quantum 1024") }, "\(text)")
+        #expect(lines.contains { $0.hasPrefix("1 (mic)") && $0.contains("hear_microphone") && $0.contains("running")
+                && $0.contains("from hear_test_mic") }, "\(text)")
+        #expect(lines.contains { $0.hasPrefix("2 (speaker)") && $0.contains("hear_speaker") && $0.contains("running")
+                && $0.contains("to hear_test_speaker") }, "\(text)")
+        let chains = (json["pipewire"] as? [String: Any])?["chains"] as? [[String: Any]] ?? []
+        #expect(chains.map { $0["node"] as? String } == ["hear_microphone", "hear_speaker"], "\(json)")
+        #expect(chains.map { $0["rate"] as? Int } == [48000, 48000])
+    }
+
     /// At 44.1 and 96 kHz: a 3 kHz tone through gain 6 and a +6 dB peak at 3 kHz comes out 12 dB
     /// louder. A filter left at 48 kHz coefficients would put the peak at 2.76 or 6 kHz and miss.
     @Test(arguments: [44100, 96000])
@@ -129,12 +159,16 @@ import TestSupport
             ("eq.peak3.freq", .number(3000)), ("eq.peak3.gain", .number(6)), ("eq.peak3.q", .number(1)),
             ("gain", .number(6)),
         ])
-        var formatRate: Int?
+        var formatRate: Int?, status = ""
         let shaped = try session.record(from: "hear_test_speaker", monitor: true, channels: 2, playing: tone,
                                         into: "hear_speaker", name: "shaped") {
             formatRate = try Self.formatRate(session, node: "hear_speaker")
+            status = try session.hearctl("status", "--chain", "speaker")
         }
         #expect(formatRate == rate, "the filter's input runs at \(formatRate.map(String.init) ?? "?") Hz")
+        // The plugin instance itself was made for the new rate (its own report, over the control socket).
+        #expect(status.split(separator: "\n").contains { $0.hasPrefix("2 (speaker)") && $0.contains("hear_stereo") && $0.contains("\(rate) Hz") },
+                "\(status)")
         let reference = try Level.steady(bypassed.channel(0), rate: bypassed.rate)
         let level = try Level.steady(shaped.channel(0), rate: shaped.rate)
         #expect(abs(reference - -23.01) < 0.5, "bypassed at \(rate) Hz: \(reference) dBFS")

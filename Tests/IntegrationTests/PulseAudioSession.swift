@@ -77,5 +77,10 @@ final class PulseAudioSession: @unchecked Sendable {
         return try WAVFile.read(output)
     }
 
+    @discardableResult
+    func hearctl(_ arguments: String...) throws -> String {
+        try processes.run(Repository.url(".build/release/hearctl").path, arguments).output
+    }
+
     func file(_ name: String) -> URL { root.appendingPathComponent(name) }
 }

@@ -31,6 +31,33 @@ import TestSupport
                                             into: "hear_test_mic", name: "microphone")
         let microphoneLevel = try Level.steady(microphone.samples, rate: microphone.rate)
         #expect(microphoneLevel > -40 && microphoneLevel < -1, "microphone chain: \(microphoneLevel) dBFS")
+
+        // hearctl finds the instances inside pulseaudio, and says no PipeWire runs here.
+        let status = try session.hearctl("status")
+        let lines = status.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.hasPrefix("1 (mic)") && $0.contains("hear_mono") }, "\(status)")
+        #expect(lines.contains { $0.hasPrefix("2 (speaker)") && $0.contains("hear_stereo") }, "\(status)")
+        #expect(status.contains("PipeWire: not running here"), "\(status)")
+    }
+
+    /// The same through hearctl, on the chain hear.pa itself loaded: `hearctl set gain 6`.
+    @Test func hearctlSetGain6RaisesTheSpeakerChainBy6dB() throws {
+        let session = try PulseAudioSession(name: "pulse-hearctl")
+        defer { session.stop() }
+        let tone = try Self.tone(session, channels: 2)
+        try session.hearctl("set", "--chain", "speaker", "bypass", "on")
+        let bypassed = try session.record(from: "hear_test_out.monitor", channels: 2, playing: tone, into: "hear_speaker",
+                                          name: "bypassed")
+        try session.hearctl("set", "--chain", "speaker", "bypass", "off", "ns.enable", "off", "eq.enable", "off", "comp.enable", "off")
+        try session.hearctl("set", "--chain", "speaker", "gain", "6")
+        let gained = try session.record(from: "hear_test_out.monitor", channels: 2, playing: tone, into: "hear_speaker",
+                                        name: "gained")
+        for channel in 0..<2 {
+            let reference = try Level.steady(bypassed.channel(channel), rate: bypassed.rate)
+            let level = try Level.steady(gained.channel(channel), rate: gained.rate)
+            #expect(abs(reference - -23.01) < 0.5, "channel \(channel) bypassed: \(reference) dBFS")
+            #expect(abs(level - reference - 6) < 0.5, "channel \(channel): bypassed \(reference) dBFS, hearctl gain 6: \(level) dBFS")
+        }
     }
 
     @Test func gainOf6dBRaisesAToneBy6dB() throws {

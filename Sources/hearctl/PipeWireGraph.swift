@@ -1,0 +1,162 @@
+// What PipeWire says about the hear chains, read through libpipewire (modules/CPipeWire): which
+// node hosts each chain, its state, the device it captures from or plays to, and the graph's rate
+// and quantum. The plugin's control sockets know the instances; only PipeWire knows the nodes.
+
+import CPipeWire
+import Foundation
+import HearControl
+
+struct PipeWireGraph {
+    struct Node {
+        let id: Int
+        var props: [String: String] = [:]
+        var state: String?
+        var controls: [String: Double] = [:]
+        var rate: Int?
+
+        var name: String { props["node.name"] ?? "node \(id)" }
+        var description: String? { props["node.description"] }
+        var mediaClass: String { props["media.class"] ?? "" }
+        var isDevice: Bool { mediaClass == "Audio/Source" || mediaClass == "Audio/Sink" }
+    }
+
+    /// One filter-chain that runs the plugin, as PipeWire shows it.
+    struct Chain {
+        let number: Int
+        /// The side apps see: "Hear: enhanced microphone" (Audio/Source) or "Hear: clearer voices" (Audio/Sink).
+        let node: Node
+        /// The node whose Props hold the plugin's controls (filter-chain's capture side).
+        let controls: Node
+        /// What the chain captures from (a source chain) or plays to (a sink chain), if linked.
+        let device: Node?
+        var direction: String { node.mediaClass == "Audio/Source" ? "from" : "to" }
+        var state: String { node.state ?? controls.state ?? "?" }
+        var rate: Int? { controls.rate ?? node.rate }
+    }
+
+    var library = ""
+    var server: String?
+    var error: String?
+    var nodes: [Int: Node] = [:]
+    var links: [(output: Int, input: Int)] = []
+    var settings: [String: String] = [:]
+    /// Show only this chain (hearctl status --chain).
+    var only: Int?
+
+    var running: Bool { server != nil }
+
+    /// Connects to the PipeWire of this session ($XDG_RUNTIME_DIR/pipewire-0, or $PIPEWIRE_REMOTE).
+    static func snapshot(timeoutMilliseconds: Int32 = 3000) -> PipeWireGraph {
+        final class Lines { var all: [String] = [] }
+        let lines = Lines()
+        let context = Unmanaged.passUnretained(lines).toOpaque()
+        _ = hear_pw_take_snapshot({ context, line in
+            guard let context, let line else { return }
+            Unmanaged<Lines>.fromOpaque(context).takeUnretainedValue().all.append(String(cString: line))
+        }, context, timeoutMilliseconds)
+        return PipeWireGraph(lines: lines.all)
+    }
+
+    init(lines: [String]) {
+        var linkEnds: [Int: (output: Int?, input: Int?)] = [:]
+        var types: [Int: String] = [:]
+        for line in lines {
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard let kind = fields.first else { continue }
+            let id = fields.count > 1 ? Int(fields[1]) : nil
+            switch kind {
+            case "library": library = fields.count > 1 ? fields[1] : ""
+            case "server": server = fields.count > 1 ? fields[1] : "?"
+            case "error": error = fields.dropFirst().joined(separator: ": ")
+            case "global":
+                guard let id, fields.count > 2 else { continue }
+                types[id] = fields[2]
+                if fields[2] == "PipeWire:Interface:Node" && nodes[id] == nil { nodes[id] = Node(id: id) }
+            case "prop":
+                guard let id, fields.count > 3 else { continue }
+                if types[id] == "PipeWire:Interface:Link" {
+                    if fields[2] == "link.output.node" { linkEnds[id, default: (nil, nil)].output = Int(fields[3]) }
+                    if fields[2] == "link.input.node" { linkEnds[id, default: (nil, nil)].input = Int(fields[3]) }
+                } else if nodes[id] != nil {
+                    nodes[id]?.props[fields[2]] = fields[3]
+                }
+            case "state": if let id, fields.count > 2 { nodes[id]?.state = fields[2] }
+            case "control": if let id, fields.count > 3, let value = Double(fields[3]) { nodes[id]?.controls[fields[2]] = value }
+            case "format": if let id, fields.count > 2 { nodes[id]?.rate = Int(fields[2]) }
+            case "meta": if fields.count > 3, fields[1] == "settings" { settings[fields[2]] = fields[3] }
+            default: continue
+            }
+        }
+        links = linkEnds.values.compactMap { ends in ends.output.flatMap { output in ends.input.map { (output, $0) } } }
+    }
+
+    /// The graph's rate: forced, else the default clock rate.
+    var rate: Int? { forced("clock.force-rate") ?? settings["clock.rate"].flatMap { Int($0) } }
+    var quantum: Int? { forced("clock.force-quantum") ?? settings["clock.quantum"].flatMap { Int($0) } }
+    func forced(_ key: String) -> Int? { settings[key].flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil } }
+
+    /// Every node whose controls are the plugin's (a `<name>:chain` control beside `<name>:gain`),
+    /// with the device-facing node of its filter-chain and what that is linked to.
+    var chains: [Chain] {
+        var result: [Chain] = []
+        for controlNode in nodes.values.sorted(by: { $0.id < $1.id }) {
+            guard let key = controlNode.controls.keys.sorted().first(where: {
+                $0.hasSuffix(":chain") && controlNode.controls[String($0.dropLast(5)) + "gain"] != nil
+            }) else { continue }
+            let number = ChainName.number(port: Float(controlNode.controls[key] ?? 0))
+            // filter-chain gives its capture and playback nodes one node.link-group.
+            let group = controlNode.props["node.link-group"]
+            let members = nodes.values.filter { group != nil && $0.props["node.link-group"] == group }
+            let node = members.first(where: \.isDevice) ?? controlNode
+            let memberIDs = Set(members.map(\.id)).union([controlNode.id])
+            let device: Node?
+            if node.mediaClass == "Audio/Source" {
+                device = links.first { memberIDs.contains($0.input) && !memberIDs.contains($0.output) }.flatMap { nodes[$0.output] }
+            } else {
+                device = links.first { memberIDs.contains($0.output) && !memberIDs.contains($0.input) }.flatMap { nodes[$0.input] }
+            }
+            result.append(Chain(number: number, node: node, controls: controlNode, device: device))
+        }
+        return result.filter { only == nil || $0.number == only }.sorted { ($0.number, $0.node.id) < ($1.number, $1.node.id) }
+    }
+
+    // MARK: Output
+
+    var summary: String {
+        guard let server else { return "PipeWire: not running here (\(error ?? "no daemon")); the instances above are what the control sockets report" }
+        var text = "PipeWire \(server) (library \(library))"
+        if let rate { text += ": graph \(rate) Hz" + (forced("clock.force-rate") != nil ? " (forced)" : "") }
+        if let quantum { text += ", quantum \(quantum)" + (forced("clock.force-quantum") != nil ? " (forced)" : "") }
+        if let rate, let quantum { text += String(format: " (%.1f ms)", Double(quantum) * 1000 / Double(rate)) }
+        return text
+    }
+
+    var table: String {
+        var rows = [["CHAIN", "PIPEWIRE NODE", "DESCRIPTION", "CLASS", "STATE", "DEVICE", "RATE"]]
+        for chain in chains {
+            let device = chain.device.map { "\(chain.direction) \($0.name)" + ($0.description.map { " (\($0))" } ?? "") } ?? "-"
+            rows.append(["\(chain.number) (\(ChainName.name(chain.number)))", chain.node.name, chain.node.description ?? "-",
+                         chain.node.mediaClass, chain.state, device, chain.rate.map { "\($0) Hz" } ?? "-"])
+        }
+        return Output.table(rows)
+    }
+
+    var jsonObject: [String: Any] {
+        var object: [String: Any] = ["running": running, "library": library]
+        if let server { object["version"] = server }
+        if let error, server == nil { object["error"] = error }
+        if let rate { object["rate"] = rate }
+        if let quantum { object["quantum"] = quantum }
+        object["chains"] = chains.map { chain -> [String: Any] in
+            var entry: [String: Any] = [
+                "chain": chain.number, "name": ChainName.name(chain.number), "node": chain.node.name, "nodeID": chain.node.id,
+                "mediaClass": chain.node.mediaClass, "state": chain.state, "controlNode": chain.controls.name,
+            ]
+            if let description = chain.node.description { entry["description"] = description }
+            if let rate = chain.rate { entry["rate"] = rate }
+            if let device = chain.device { entry[chain.direction] = device.name }
+            return entry
+        }
+        return object
+    }
+}
