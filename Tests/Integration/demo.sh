@@ -63,9 +63,10 @@ echo "   nodes: $(pw-cli ls Node | sed -n 's/.*node.description = "\(Hear:[^"]*\
 echo "== making a noisy speech sample (espeak-ng + sox)"
 espeak-ng -v en-us -s 150 -w "$work/speech.wav" \
     "Hello, can you hear me? This is a test of the hear speech filter. The fan behind me is quite loud today, but my voice should come through clearly." 2>/dev/null
-# A microphone's level (peaks at -12 dBFS), one second of noise alone, then speech over it:
-# fan hiss (pink noise) and rumble (brown noise), about 15 dB below the speech.
-sox "$work/speech.wav" -r 48000 -c 1 -b 32 -e floating-point "$work/clean.wav" norm -12 pad 1 0.5
+# A microphone's level (peaks at -12 dBFS), four and a half seconds of noise alone (the noise
+# suppressor learns a new noise floor within about four), then speech over it: fan hiss (pink
+# noise) and rumble (brown noise).
+sox "$work/speech.wav" -r 48000 -c 1 -b 32 -e floating-point "$work/clean.wav" norm -12 pad 4.5 0.5
 length=$(soxi -D "$work/clean.wav")
 sox -R -n -r 48000 -c 1 -b 32 -e floating-point "$work/hiss.wav" synth "$length" pinknoise vol 0.04
 sox -R -n -r 48000 -c 1 -b 32 -e floating-point "$work/rumble.wav" synth "$length" brownnoise vol 0.02
@@ -81,5 +82,5 @@ size=$(stat -c %s "$work/recorded.wav"); grown() { [ "$(stat -c %s "$work/record
 wait_for "the end of the recording" grown
 kill -INT "$recorder"; wait "$recorder" 2>/dev/null || true
 
-python3 "$repo/Tests/Integration/levels.py" "$out/before.wav" "$work/recorded.wav" "$out/after.wav"
+python3 "$repo/Tests/Integration/levels.py" "$out/before.wav" "$work/recorded.wav" "$out/after.wav" 4.5
 echo "Listen: before.wav (what the microphone heard), after.wav (what the call gets)."

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Levels and noise figures for `make demo` (standard library only).
 
-levels.py BEFORE.wav RECORDED.wav AFTER.wav
+levels.py BEFORE.wav RECORDED.wav AFTER.wav LEAD_IN_SECONDS
 Reads the played file and the raw recording (32-bit float WAV), drops the recording's silence
 before the audio arrived, writes AFTER.wav (same length as BEFORE), and prints a table: peak and
-RMS level, the noise floor (the first second holds noise alone), and speech-to-noise ratio.
+speech level, the noise floor (the last second of the lead-in, which holds noise alone), and the
+speech-to-noise ratio.
 """
 import array
 import math
@@ -52,9 +53,9 @@ def rms(samples):
     return math.sqrt(sum(x * x for x in samples) / max(1, len(samples)))
 
 
-def figures(rate, samples):
-    noise = samples[int(0.1 * rate):int(0.9 * rate)]      # the lead-in: noise alone
-    speech = samples[int(1.0 * rate):]
+def figures(rate, samples, lead_in):
+    noise = samples[int((lead_in - 1.0) * rate):int((lead_in - 0.1) * rate)]  # noise alone
+    speech = samples[int(lead_in * rate):]
     peak = max(abs(x) for x in samples)
     return {"peak": db(peak), "rms": db(rms(speech)), "noise": db(rms(noise)),
             "snr": db(rms(speech)) - db(rms(noise))}
@@ -62,6 +63,7 @@ def figures(rate, samples):
 
 def main():
     before_path, recorded_path, after_path = sys.argv[1:4]
+    lead_in = float(sys.argv[4])
     rate, before = read(before_path)
     recorded_rate, recorded = read(recorded_path)
     if recorded_rate != rate:
@@ -71,7 +73,7 @@ def main():
         raise SystemExit("the recording is silent: the chain passed nothing")
     after = recorded[start:start + len(before)]
     write(after_path, rate, after)
-    b, a = figures(rate, before), figures(rate, after)
+    b, a = figures(rate, before, lead_in), figures(rate, after, lead_in)
     print()
     print(f"{'':28}{'before':>10}{'after':>10}{'change':>10}")
     rows = [("peak level (dBFS)", "peak"), ("speech RMS level (dBFS)", "rms"),

@@ -1,5 +1,7 @@
 // The microphone chain on noisy speech in a real PipeWire: espeak-ng speech at a microphone's
-// level (peaks at -12 dBFS) after two seconds of noise alone, white noise at -40 dBFS RMS (seeded).
+// level (peaks at -12 dBFS) after five seconds of noise alone, white noise at -40 dBFS RMS (seeded).
+// The chain meets the noise after digital silence, and the suppressor's noise estimate rises to a
+// new floor within about 4 s, so the noise is measured 4.0 to 4.9 s in.
 // With the config's settings, switching the noise suppressor on lowers the noise floor and raises
 // the speech-to-noise ratio. Runs once the suppressor (issue #3) is part of the chain.
 
@@ -9,7 +11,7 @@ import TestSupport
 
 @Suite(.serialized) struct NoiseTests {
     static let suppressorBuilt = FileManager.default.fileExists(atPath: Repository.url("Sources/HearDSP/NoiseSuppressor.swift").path)
-    static let leadIn = 2.0
+    static let leadIn = 5.0
 
     /// The noisy sample, mono 48 kHz float, in the session's folder.
     static func noisySpeech(_ session: PipeWireSession) throws -> URL {
@@ -25,13 +27,13 @@ import TestSupport
         return url
     }
 
-    /// Noise floor (dBFS RMS, 1.2 to 1.9 s into the sample) and speech-to-noise ratio (dB).
+    /// Noise floor (dBFS RMS, 4.0 to 4.9 s into the sample) and speech-to-noise ratio (dB).
     static func figures(_ recording: Recording) throws -> (noise: Double, snr: Double) {
         let samples = recording.samples, rate = Double(recording.rate)
         guard let start = samples.firstIndex(where: { abs($0) > 1e-6 }) else { throw IntegrationError("silent recording") }
         let at = { (seconds: Double) in start + Int(seconds * rate) }
         guard at(leadIn + 2) < samples.count else { throw IntegrationError("short recording") }
-        let noise = Signals.dB(Signals.rms(samples[at(1.2)..<at(1.9)]))
+        let noise = Signals.dB(Signals.rms(samples[at(leadIn - 1)..<at(leadIn - 0.1)]))
         let speech = Signals.dB(Signals.rms(samples[at(leadIn)..<min(samples.count, at(leadIn + 4))]))
         return (noise, speech - noise)
     }
