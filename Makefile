@@ -15,6 +15,8 @@ DEB_BUILD := libpipewire-0.3-dev libspa-0.2-dev
 DEB_RUNTIME := pipewire pipewire-bin wireplumber
 # `make install` places files per user; PREFIX=/usr/local (for example) installs for everyone.
 PREFIX ?=
+# Where PREFIX= installs put the PipeWire drop-ins: $(SYSCONFDIR)/pipewire/pipewire.conf.d.
+SYSCONFDIR ?= /etc
 
 .PHONY: all build test bench deps help clean install uninstall demo
 
@@ -55,10 +57,12 @@ install: $(if $(NO_BUILD),,build)
 	if [ -n "$$missing" ]; then \
 	  echo "installing $$missing"; \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; fi
-	@PREFIX=$(PREFIX) PLUGIN=$(CURDIR)/$(PLUGIN) HEARCTL=$(CURDIR)/$(BUILD)/hearctl Tests/Integration/install.sh install
+	@$(if $(PREFIX),$(SUDO) )env PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) PLUGIN=$(CURDIR)/$(PLUGIN) HEARCTL=$(CURDIR)/$(BUILD)/hearctl \
+	  Tests/Integration/install.sh install
 
+# System-wide (PREFIX=) files are written and removed with sudo when not root; the build stays yours.
 uninstall:
-	@PREFIX=$(PREFIX) Tests/Integration/install.sh uninstall
+	@$(if $(PREFIX),$(SUDO) )env PREFIX=$(PREFIX) Tests/Integration/install.sh uninstall
 
 demo: build
 	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) Tests/Integration/demo.sh
