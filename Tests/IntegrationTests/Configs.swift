@@ -51,6 +51,11 @@ struct PulseLADSPASink {
         return named
     }
 
+    /// A control value as the script writes it: 6 rather than 6.0.
+    static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e9 ? String(Int(value)) : String(value)
+    }
+
     /// The module arguments with another sink name, master and control list (for loading with pactl).
     func arguments(sinkName: String, master: String, controls: [String: Double], ports: [String]) -> String {
         let list = ports.map { port in controls[port].map { String($0) } ?? "" }.joined(separator: ",")
