@@ -58,7 +58,7 @@ wait_for "pipewire" test -S "$XDG_RUNTIME_DIR/pipewire-0"
 wireplumber >"$work/wireplumber.log" 2>&1 & pids+=($!)
 linked() { pw-link -l | grep -q '|-> capture.hear_microphone:'; }
 wait_for "wireplumber to link the chains" linked
-echo "   nodes: $(pw-cli ls Node | sed -n 's/.*node.description = "\(Hear:[^"]*\)".*/\1/p' | paste -sd, -)"
+echo "   nodes: $(pw-cli ls Node | sed -n 's/.*node.description = "\(Hear:[^"]*\)".*/\1/p' | sort -u | paste -sd, -)"
 
 echo "== making a noisy speech sample (espeak-ng + sox)"
 espeak-ng -v en-us -s 150 -w "$work/speech.wav" \

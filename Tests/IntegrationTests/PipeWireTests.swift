@@ -46,6 +46,23 @@ import TestSupport
         #expect(speakerControls["eq.peak3.gain"] == 4 && speakerControls["chain"] == 2, "\(speakerControls)")
     }
 
+    /// A test that fails still stops its daemons: `defer { session.stop() }` runs on a thrown error
+    /// too, and leaves no process and no directory behind.
+    @Test func aFailingTestStillStopsEveryDaemonItStarted() throws {
+        var pids: [pid_t] = [], root: URL?
+        struct Deliberate: Error {}
+        do {
+            let session = try PipeWireSession(name: "failing")
+            defer { session.stop() }
+            pids = session.processes.pids.filter(Processes.isAlive)
+            root = session.root
+            #expect(pids.count == 3, "dbus-daemon, pipewire and wireplumber run")
+            throw Deliberate()
+        } catch is Deliberate {}
+        for pid in pids { #expect(!Processes.isAlive(pid), "pid \(pid) still runs") }
+        #expect(root.map { !FileManager.default.fileExists(atPath: $0.path) } == true)
+    }
+
     @Test func microphoneGainOf6dBRaisesAToneBy6dB() throws {
         let session = try PipeWireSession(name: "mic-gain")
         defer { session.stop() }

@@ -56,6 +56,8 @@ final class Processes: @unchecked Sendable {
     let root: URL
     var environment: [String: String]
     private var children: [Child] = []
+    /// Pids of everything started so far (for the test that checks they are all stopped).
+    var pids: [pid_t] { children.map(\.pid) }
 
     init(name: String) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("hear-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
@@ -138,6 +140,13 @@ final class Processes: @unchecked Sendable {
             kill(child.pid, SIGKILL)
             _ = child.wait(timeout: 10)
         }
+    }
+
+    /// Whether `pid` still runs (not a zombie, not gone).
+    static func isAlive(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first != "Z"
     }
 
     /// Ends every process this test started, newest first, and removes the directory tree.
