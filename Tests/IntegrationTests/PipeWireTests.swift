@@ -63,6 +63,31 @@ import TestSupport
         #expect(root.map { !FileManager.default.fileExists(atPath: $0.path) } == true)
     }
 
+    /// Both chains can be the defaults: apps that use the default devices then go through them,
+    /// and wireplumber keeps the filters' own sides on the real devices (no loop into themselves).
+    @Test func bothChainsCanBeTheDefaultDevices() throws {
+        let session = try PipeWireSession(name: "defaults")
+        defer { session.stop() }
+        let nodes = try session.nodes()
+        for name in ["hear_speaker", "hear_microphone"] {
+            let id = try #require(nodes[name]?["object.id"] as? Int, "\(name) has no object.id")
+            try session.processes.run("wpctl", ["set-default", "\(id)"])
+        }
+        let tone = try Self.tone(session, frequency: 1000, channels: 2, seconds: 60)
+        try session.processes.start("pw-play", ["-P", "{ node.name = hear_test_app_out }", tone.path], log: "play")
+        try session.processes.start("pw-record", ["-P", "{ node.name = hear_test_app_in }", session.file("in.wav").path], log: "record")
+        try waitFor("the app streams to reach the Hear chains") {
+            let links = try session.links()
+            return links.contains { $0.output.hasPrefix("hear_test_app_out:") && $0.input.hasPrefix("hear_speaker:") }
+                && links.contains { $0.output.hasPrefix("hear_microphone:") && $0.input.hasPrefix("hear_test_app_in:") }
+        }
+        let links = try session.links()
+        #expect(links.contains { $0.output.hasPrefix("playback.hear_speaker:") && $0.input.hasPrefix("hear_test_speaker:") }, "\(links)")
+        #expect(links.contains { $0.output.hasPrefix("hear_test_mic:") && $0.input.hasPrefix("capture.hear_microphone:") }, "\(links)")
+        #expect(!links.contains { $0.output.hasPrefix("playback.hear_speaker:") && $0.input.hasPrefix("hear_speaker:") })
+        #expect(!links.contains { $0.output.hasPrefix("hear_microphone:") && $0.input.hasPrefix("capture.hear_microphone:") })
+    }
+
     @Test func microphoneGainOf6dBRaisesAToneBy6dB() throws {
         let session = try PipeWireSession(name: "mic-gain")
         defer { session.stop() }
