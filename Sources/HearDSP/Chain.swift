@@ -1,5 +1,5 @@
 // The whole filter for one plugin instance:
-//   (denoise) -> equalize -> compress -> output gain -> limit, with a click-free bypass.
+//   denoise -> equalize -> compress -> output gain -> limit, with a click-free bypass.
 // Audio is handled in chunks on a fixed grid of control ticks counted from activation, so the
 // output does not depend on how the host splits it into blocks; parameters glide once per tick
 // (EQ, makeup) or per sample (gain, bypass). Inputs are read for a whole chunk before any output
@@ -15,6 +15,9 @@ public struct Meters: Sendable {
     public var frames = 0
     public var compressorReductionDB: Float = 0
     public var limiterReductionDB: Float = 0
+    /// The noise suppressor's speech presence probability (0...1) and noise estimate (dBFS), latest values.
+    public var speechProbability: Float = 0
+    public var noiseFloorDB: Float = -120
 
     public init() {}
 }
@@ -26,6 +29,7 @@ public struct Chain: ~Copyable {
     public let tickLength: Int
     public private(set) var values: ParameterValues
 
+    var noiseSuppressor: NoiseSuppressor
     var equalizer: Equalizer
     // The hearing profile (six-band compressor) sits after the EQ, which shapes the voice (cuts
     // rumble, say) before any level is measured, and before the broadband compressor: its band
@@ -60,6 +64,7 @@ public struct Chain: ~Copyable {
         tickLength = max(16, Int(rate / 750))
         let ticksPerSecond = rate / Double(tickLength)
         self.values = values
+        noiseSuppressor = NoiseSuppressor(sampleRate: rate, channels: self.channels, values: values)
         equalizer = Equalizer(sampleRate: rate, channels: self.channels, ticksPerSecond: ticksPerSecond, values: values)
         multiband = MultibandCompressor(sampleRate: rate, channels: self.channels, ticksPerSecond: ticksPerSecond,
                                         values: values)
@@ -68,7 +73,7 @@ public struct Chain: ~Copyable {
         limiter = Limiter(sampleRate: rate, channels: self.channels, values: values)
         outputGain = Glide(1, timeConstant: 0.01, stepsPerSecond: rate, tolerance: 1e-7)
         wetMix = Glide(1, timeConstant: 0.005, stepsPerSecond: rate, tolerance: 1e-5)
-        latency = limiter.lookahead
+        latency = noiseSuppressor.latency + limiter.lookahead
         dryDelay = .allocate(capacity: 2 * latency)
         dryDelay.initialize(repeating: 0, count: 2 * latency)
         work = .allocate(capacity: 2 * tickLength)
@@ -90,6 +95,7 @@ public struct Chain: ~Copyable {
     /// Takes a new parameter set (already clamped); every stage glides to it from where it is.
     @_noLocks public mutating func apply(_ next: ParameterValues) {
         values = next
+        noiseSuppressor.set(next)
         equalizer.set(next)
         // The gain cap (mb.maxgain), on a worst-case bound: the EQ's boosts add up at most to the
         // sum of its positive gains, the compressor adds at most its makeup, the hearing stage at
@@ -116,6 +122,7 @@ public struct Chain: ~Copyable {
 
     /// Back to silence, as after activation; parameters are kept and settled.
     @_noLocks public mutating func reset() {
+        noiseSuppressor.reset()
         equalizer.reset()
         multiband.reset()
         compressor.reset()
@@ -183,7 +190,7 @@ public struct Chain: ~Copyable {
     @inline(__always) mutating func processChunk(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                                  count: Int) {
         Self.meter(left, right, count: count, peak: &meters.inputPeak, squares: &meters.inputSquares)
-        // Noise suppression joins here (issue #3).
+        noiseSuppressor.process(left, right, count: count)
         equalizer.process(left, right, count: count)
         multiband.process(left, right, count: count)
         compressor.process(left, right, count: count)
@@ -201,6 +208,8 @@ public struct Chain: ~Copyable {
         meters.limiterReductionDB = max(meters.limiterReductionDB, limiter.peakReductionDB)
         compressor.peakReductionDB = 0
         limiter.peakReductionDB = 0
+        meters.speechProbability = noiseSuppressor.speechProbability
+        meters.noiseFloorDB = noiseSuppressor.noiseFloorDB
     }
 
     @inline(__always) mutating func applyOutputGain(_ left: UnsafeMutablePointer<Float>,

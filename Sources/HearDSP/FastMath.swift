@@ -26,4 +26,7 @@ public enum FastMath {
             + f * (0.055863258390769666 + f * (0.008946224943762626 + f * 0.00189510864141329))))
         return Float(bitPattern: biased << 23) * p
     }
+
+    /// e^x, same range rules as `exp2` (the noise suppressor's per-bin probabilities).
+    @inline(__always) public static func exp(_ x: Float) -> Float { exp2(x * 1.442695041) }
 }

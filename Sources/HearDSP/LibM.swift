@@ -14,6 +14,7 @@ enum LibM {
     @inline(__always) static func sqrt(_ x: Double) -> Double { _unsafePerformance { Glibc.sqrt(x) } }
     @inline(__always) static func sin(_ x: Double) -> Double { _unsafePerformance { Glibc.sin(x) } }
     @inline(__always) static func cos(_ x: Double) -> Double { _unsafePerformance { Glibc.cos(x) } }
+    @inline(__always) static func sqrt(_ x: Float) -> Float { _unsafePerformance { x.squareRoot() } }
     @inline(__always) static func exp2(_ x: Float) -> Float { _unsafePerformance { Glibc.exp2f(x) } }
     @inline(__always) static func log2(_ x: Float) -> Float { _unsafePerformance { Glibc.log2f(x) } }
 }

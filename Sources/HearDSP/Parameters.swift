@@ -26,6 +26,7 @@ public enum Parameter: Int, CaseIterable, Sendable {
     case bypass
     case nsEnable
     case nsReduction
+    case nsSensitivity
     case eqEnable
     case eqHighPassEnable
     case eqHighPassFrequency
@@ -81,6 +82,9 @@ public enum Parameter: Int, CaseIterable, Sendable {
         case .nsReduction:
             return .init(key: "ns.reduction", minimum: 0, maximum: 40, defaultValue: 20, unit: "dB", scale: .linear,
                          help: "Most the noise suppressor may attenuate noise")
+        case .nsSensitivity:
+            return .init(key: "ns.sensitivity", minimum: 0, maximum: 100, defaultValue: 50, unit: "%", scale: .linear,
+                         help: "How readily the noise suppressor treats sound as noise (50 = neutral)")
         case .eqEnable:
             return .init(key: "eq.enable", minimum: 0, maximum: 1, defaultValue: 1, unit: "", scale: .toggle,
                          help: "Equalizer on/off")

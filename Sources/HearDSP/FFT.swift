@@ -1,0 +1,178 @@
+// Real FFT of a power-of-two size, for the noise suppressor's analysis and synthesis.
+//
+// A real sequence of N samples is transformed as a complex one of N/2 (even samples real, odd
+// samples imaginary) and the two interleaved half-spectra are separated afterwards. The complex
+// FFT is an iterative radix-2 decimation in time on split real/imaginary arrays; every stage's
+// twiddles are stored contiguously, so the inner loops run with unit stride. All tables and the
+// work arrays are allocated in init: forward and inverse allocate nothing.
+
+
+public struct RealFFT: ~Copyable {
+    /// Real samples per transform (a power of two, at least 4).
+    public let size: Int
+    /// Complex points of the inner transform: size / 2.
+    let half: Int
+    /// Per stage of length 2, 4, … half: cos and -sin of 2πj/length for j < length/2, stage after stage.
+    let stageCos: UnsafeMutablePointer<Float>
+    let stageSin: UnsafeMutablePointer<Float>
+    /// cos and -sin of 2πk/size for k <= half: splits the half-size transform into the real one.
+    let splitCos: UnsafeMutablePointer<Float>
+    let splitSin: UnsafeMutablePointer<Float>
+    let bitReversed: UnsafeMutablePointer<Int>
+    let workReal: UnsafeMutablePointer<Float>
+    let workImaginary: UnsafeMutablePointer<Float>
+
+    /// `size` is rounded up to a power of two (at least 4).
+    public init(size requested: Int) {
+        var n = 4
+        while n < requested { n *= 2 }
+        size = n
+        half = n / 2
+        stageCos = .allocate(capacity: half)
+        stageSin = .allocate(capacity: half)
+        var offset = 0
+        var length = 2
+        while length <= half {
+            for j in 0..<(length / 2) {
+                let angle = 2 * Double.pi * Double(j) / Double(length)
+                stageCos[offset + j] = Float(LibM.cos(angle))
+                stageSin[offset + j] = Float(-LibM.sin(angle))
+            }
+            offset += length / 2
+            length *= 2
+        }
+        splitCos = .allocate(capacity: half + 1)
+        splitSin = .allocate(capacity: half + 1)
+        for k in 0...half {
+            let angle = 2 * Double.pi * Double(k) / Double(n)
+            splitCos[k] = Float(LibM.cos(angle))
+            splitSin[k] = Float(-LibM.sin(angle))
+        }
+        bitReversed = .allocate(capacity: half)
+        var bits = 0
+        while (1 << bits) < half { bits += 1 }
+        for i in 0..<half {
+            var reversed = 0
+            for b in 0..<bits where i & (1 << b) != 0 { reversed |= 1 << (bits - 1 - b) }
+            bitReversed[i] = reversed
+        }
+        workReal = .allocate(capacity: half)
+        workImaginary = .allocate(capacity: half)
+        workReal.initialize(repeating: 0, count: half)
+        workImaginary.initialize(repeating: 0, count: half)
+    }
+
+    deinit {
+        stageCos.deallocate()
+        stageSin.deallocate()
+        splitCos.deallocate()
+        splitSin.deallocate()
+        bitReversed.deallocate()
+        workReal.deallocate()
+        workImaginary.deallocate()
+    }
+
+    /// Spectrum bins 0...size/2 of `input` (size samples), unnormalized: X[k] = Σ x[n] e^(-2πikn/N).
+    @_noLocks public func forward(_ input: UnsafePointer<Float>, real: UnsafeMutablePointer<Float>,
+                                  imaginary: UnsafeMutablePointer<Float>) {
+        let h = half
+        for i in 0..<h {
+            let j = bitReversed[i]
+            workReal[j] = input[2 * i]
+            workImaginary[j] = input[2 * i + 1]
+        }
+        transform()
+        // Z[k] = E[k] + i O[k]; X[k] = E[k] + W^k O[k] with E, O the even and odd samples' spectra.
+        real[0] = workReal[0] + workImaginary[0]
+        imaginary[0] = 0
+        real[h] = workReal[0] - workImaginary[0]
+        imaginary[h] = 0
+        for k in 1..<h {
+            let zr = workReal[k], zi = workImaginary[k]
+            let cr = workReal[h - k], ci = -workImaginary[h - k]  // conj(Z[h-k])
+            let er = 0.5 * (zr + cr), ei = 0.5 * (zi + ci)
+            // O = (Z[k] - conj Z[h-k]) / 2i
+            let dr = 0.5 * (zr - cr), di = 0.5 * (zi - ci)
+            let or = di, oi = -dr
+            let wr = splitCos[k], wi = splitSin[k]
+            real[k] = er + wr * or - wi * oi
+            imaginary[k] = ei + wr * oi + wi * or
+        }
+    }
+
+    /// The inverse of `forward`, scaled so that inverse(forward(x)) == x. Reads bins 0...size/2.
+    @_noLocks public func inverse(real: UnsafePointer<Float>, imaginary: UnsafePointer<Float>,
+                                  output: UnsafeMutablePointer<Float>) {
+        let h = half
+        // E[k] = (X[k] + conj X[h-k]) / 2, O[k] = (X[k] - conj X[h-k]) / 2 · W^-k, Z = E + i O.
+        // The inverse transform is run as a forward one on conj(Z), conjugated back at the end.
+        for k in 0..<h {
+            let xr = real[k], xi = imaginary[k]
+            let cr = real[h - k], ci = -imaginary[h - k]
+            let er = 0.5 * (xr + cr), ei = 0.5 * (xi + ci)
+            let dr = 0.5 * (xr - cr), di = 0.5 * (xi - ci)
+            let wr = splitCos[k], wi = -splitSin[k]  // W^-k
+            let or = dr * wr - di * wi, oi = dr * wi + di * wr
+            let zr = er - oi, zi = ei + or
+            let j = bitReversed[k]
+            workReal[j] = zr
+            workImaginary[j] = -zi
+        }
+        transform()
+        let scale = 1 / Float(h)
+        for i in 0..<h {
+            output[2 * i] = workReal[i] * scale
+            output[2 * i + 1] = -workImaginary[i] * scale
+        }
+    }
+
+    /// In-place forward complex FFT of the work arrays, which hold the input in bit-reversed order.
+    @inline(__always) func transform() {
+        let h = half
+        let re = workReal, im = workImaginary
+        // Length 2 and 4 in one pass: their twiddles are 1 and -i.
+        if h >= 4 {
+            var s = 0
+            while s < h {
+                let a0r = re[s] + re[s + 1], a0i = im[s] + im[s + 1]
+                let a1r = re[s] - re[s + 1], a1i = im[s] - im[s + 1]
+                let b0r = re[s + 2] + re[s + 3], b0i = im[s + 2] + im[s + 3]
+                let b1r = re[s + 2] - re[s + 3], b1i = im[s + 2] - im[s + 3]
+                re[s] = a0r + b0r; im[s] = a0i + b0i
+                re[s + 2] = a0r - b0r; im[s + 2] = a0i - b0i
+                // b1 · (-i) = (b1i, -b1r)
+                re[s + 1] = a1r + b1i; im[s + 1] = a1i - b1r
+                re[s + 3] = a1r - b1i; im[s + 3] = a1i + b1r
+                s += 4
+            }
+        } else if h == 2 {
+            let ar = re[0], ai = im[0]
+            re[0] = ar + re[1]; im[0] = ai + im[1]
+            re[1] = ar - re[1]; im[1] = ai - im[1]
+            return
+        } else {
+            return
+        }
+        var length = 8
+        var offset = 3  // twiddles of lengths 2 and 4 come first (1 + 2 entries)
+        while length <= h {
+            let halfLength = length / 2
+            let wr = stageCos + offset, wi = stageSin + offset
+            var s = 0
+            while s < h {
+                let ar = re + s, ai = im + s
+                let br = re + s + halfLength, bi = im + s + halfLength
+                for j in 0..<halfLength {
+                    let tr = br[j] * wr[j] - bi[j] * wi[j]
+                    let ti = br[j] * wi[j] + bi[j] * wr[j]
+                    let ur = ar[j], ui = ai[j]
+                    ar[j] = ur + tr; ai[j] = ui + ti
+                    br[j] = ur - tr; bi[j] = ui - ti
+                }
+                s += length
+            }
+            offset += halfLength
+            length *= 2
+        }
+    }
+}

@@ -1,0 +1,422 @@
+// Noise suppression, the chain's first stage: a short-time spectral gain that keeps speech and
+// lowers everything the noise estimate explains.
+//
+// Analysis and synthesis (low delay, after Mauler & Martin): frames of N samples advance by a hop
+// of M; the analysis window is long and asymmetric (a slow sqrt-Hann rise over N - M samples, a
+// short sqrt-Hann fall over the last M), the synthesis window covers only the last 2M samples,
+// and their product there is a Hann window of 2M, which overlap-adds to exactly one. Frequency
+// resolution comes from N, delay only from M: a sample leaves 2M - 1 samples after it entered.
+// M is rate / 375 (128 at 48 kHz: 255 samples, 5.3 ms); N is the power of two >= 4M (512).
+//
+// Per frame and bin (in stereo, one mask from both channels' mean power, applied to each):
+// 1. Noise power: the speech-presence-probability tracker of Gerkmann & Hendriks (2012): the
+//    periodogram updates the estimate in proportion to how unlikely speech is in that bin, so it
+//    follows noise that rises or falls within a second or two but does not climb onto speech.
+// 2. Gain: decision-directed a-priori SNR (Ephraim & Malah) into the log-spectral amplitude gain,
+//    combined with the speech presence probability into the OM-LSA gain (Cohen & Berdugo 2001):
+//    G = G_LSA^p · G_min^(1-p), G_min from `ns.reduction`. The a-priori absence probability comes
+//    from the smoothed a-priori SNR over a few bins, a wider band, and the whole frame.
+// 3. Against musical noise: gains may rise only as fast as the bin's speech probability allows
+//    (isolated noise peaks fade in slowly, speech onsets pass at once), and the floor is a gain,
+//    never zero.
+// Everything is sized in init; `process` buffers internally by hop, so the output does not depend
+// on how the audio is split into calls.
+
+public struct NoiseSuppressor: ~Copyable {
+    public let sampleRate: Double
+    public let channels: Int
+    /// Samples per frame advance; also half the synthesis window (M).
+    public let hop: Int
+    /// Analysis frame and transform length (N).
+    public let frameLength: Int
+    /// Spectrum bins 0...N/2.
+    public let bins: Int
+    /// Samples between a sample entering and leaving the stage: 2M - 1.
+    public let latency: Int
+
+    let fft: RealFFT
+    let analysisWindow: UnsafeMutablePointer<Float>
+    /// For the last 2M samples of a frame.
+    let synthesisWindow: UnsafeMutablePointer<Float>
+    /// Analysis · synthesis over the last 2M samples (a Hann window): the frame's share of the
+    /// output when no gain is applied, which skips the inverse transform while the stage is off.
+    let overlapWindow: UnsafeMutablePointer<Float>
+
+    /// Per channel: the last N input samples; the overlap-add accumulator (2M); finished output (M).
+    let input: UnsafeMutablePointer<Float>
+    let accumulator: UnsafeMutablePointer<Float>
+    let ready: UnsafeMutablePointer<Float>
+    /// Scratch: one windowed frame, and each channel's spectrum.
+    let frame: UnsafeMutablePointer<Float>
+    let spectrumReal: UnsafeMutablePointer<Float>
+    let spectrumImaginary: UnsafeMutablePointer<Float>
+    /// Per bin state (see the numbered steps above).
+    let power: UnsafeMutablePointer<Float>
+    let noise: UnsafeMutablePointer<Float>
+    let presenceAverage: UnsafeMutablePointer<Float>
+    let cleanPower: UnsafeMutablePointer<Float>
+    let prioriSNR: UnsafeMutablePointer<Float>
+    let posterioriSNR: UnsafeMutablePointer<Float>
+    let prioriAverage: UnsafeMutablePointer<Float>
+    let absence: UnsafeMutablePointer<Float>
+    let bandAverage: UnsafeMutablePointer<Float>
+    let presence: UnsafeMutablePointer<Float>
+    let gain: UnsafeMutablePointer<Float>
+    let appliedGain: UnsafeMutablePointer<Float>
+    /// Bin range where speech probability is metered and the frame's speech presence is judged.
+    let speechLow: Int
+    let speechHigh: Int
+    /// Converts a sum of bin powers (one-sided, doubled) into mean power per sample.
+    let powerNormalization: Float
+
+    var fill = 0
+    var framesSinceReset = 0
+
+    // Per-frame smoothing constants (from time constants, so every rate behaves alike).
+    let presenceSmoothing: Float
+    let noiseSmoothing: Float
+    let prioriSmoothing: Float
+    let decisionDirected: Float
+    let riseMinimum: Float
+    let mixRate: Float
+    let meterRate: Float
+    let warmupFrames: Int
+
+    // Settings.
+    var floorGain: Float = 0.1
+    var noiseScale: Float = 1
+    var enabled = true
+    /// How much of the mask is applied: glides to 1 when enabled, to 0 when not.
+    var mix: Float = 1
+
+    /// Mean speech presence probability over the speech band, 0...1 (smoothed over ~50 ms).
+    public private(set) var speechProbability: Float = 0
+    /// Estimated noise power, dB relative to a full-scale square wave (0 dBFS RMS).
+    public private(set) var noiseFloorDB: Float = -120
+
+    /// The hop (M) this stage uses at `sampleRate`: 1/375 s, so latency 2M - 1 stays within 5.33 ms.
+    public static func hop(sampleRate: Double) -> Int { max(4, Int(sampleRate / 375)) }
+    public static func latency(sampleRate: Double) -> Int { 2 * hop(sampleRate: sampleRate) - 1 }
+
+    public init(sampleRate: Double, channels: Int, values: ParameterValues) {
+        self.sampleRate = sampleRate
+        self.channels = min(max(channels, 1), 2)
+        let m = Self.hop(sampleRate: sampleRate)
+        hop = m
+        fft = RealFFT(size: 4 * m)
+        let n = fft.size
+        frameLength = n
+        bins = n / 2 + 1
+        latency = 2 * m - 1
+
+        analysisWindow = .allocate(capacity: n)
+        synthesisWindow = .allocate(capacity: 2 * m)
+        overlapWindow = .allocate(capacity: 2 * m)
+        func hann(_ j: Int) -> Double { 0.5 - 0.5 * LibM.cos(Double.pi * Double(j) / Double(m)) }  // period 2M
+        let rise = n - m
+        for i in 0..<rise {
+            analysisWindow[i] = Float(LibM.sqrt(0.5 - 0.5 * LibM.cos(Double.pi * Double(i) / Double(rise))))
+        }
+        for i in rise..<n { analysisWindow[i] = Float(LibM.sqrt(hann(i - (n - 2 * m)))) }
+        for j in 0..<(2 * m) {
+            let a = Double(analysisWindow[n - 2 * m + j])
+            synthesisWindow[j] = a > 0 ? Float(hann(j) / a) : 0
+            overlapWindow[j] = Float(hann(j))
+        }
+        var windowEnergy = 0.0
+        for i in 0..<n { windowEnergy += Double(analysisWindow[i]) * Double(analysisWindow[i]) }
+        powerNormalization = Float(1 / (Double(n) * windowEnergy))
+
+
+        func buffer(_ count: Int, _ value: Float = 0) -> UnsafeMutablePointer<Float> {
+            let p = UnsafeMutablePointer<Float>.allocate(capacity: count)
+            p.initialize(repeating: value, count: count)
+            return p
+        }
+        input = buffer(2 * n)
+        accumulator = buffer(4 * m)
+        ready = buffer(2 * m)
+        frame = buffer(n)
+        spectrumReal = buffer(2 * bins)
+        spectrumImaginary = buffer(2 * bins)
+        power = buffer(bins)
+        noise = buffer(bins)
+        presenceAverage = buffer(bins)
+        cleanPower = buffer(bins)
+        prioriSNR = buffer(bins)
+        posterioriSNR = buffer(bins)
+        prioriAverage = buffer(bins)
+        absence = buffer(bins)
+        bandAverage = buffer(bins)
+        presence = buffer(bins)
+        gain = buffer(bins, 1)
+        appliedGain = buffer(bins, 1)
+
+        let binWidth = sampleRate / Double(n)
+        speechLow = max(1, min(bins - 1, Int(300 / binWidth)))
+        speechHigh = max(speechLow + 1, min(bins, Int(4000 / binWidth) + 1))
+
+        let frameSeconds = Double(m) / sampleRate
+        func perFrame(_ factor: Double, per seconds: Double) -> Float { Float(LibM.pow(factor, frameSeconds / seconds)) }
+        presenceSmoothing = perFrame(0.9, per: 0.016)
+        noiseSmoothing = perFrame(0.8, per: 0.016)
+        prioriSmoothing = perFrame(0.7, per: 0.008)
+        decisionDirected = 0.98
+        riseMinimum = Float(1 - LibM.exp(-frameSeconds / 0.010))
+        mixRate = Float(1 - LibM.exp(-frameSeconds / 0.010))
+        meterRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
+        warmupFrames = max(1, Int(0.03 / frameSeconds))
+        set(values)
+        mix = enabled ? 1 : 0
+    }
+
+    deinit {
+        analysisWindow.deallocate()
+        synthesisWindow.deallocate()
+        overlapWindow.deallocate()
+        input.deallocate()
+        accumulator.deallocate()
+        ready.deallocate()
+        frame.deallocate()
+        spectrumReal.deallocate()
+        spectrumImaginary.deallocate()
+        power.deallocate()
+        noise.deallocate()
+        presenceAverage.deallocate()
+        cleanPower.deallocate()
+        prioriSNR.deallocate()
+        posterioriSNR.deallocate()
+        prioriAverage.deallocate()
+        absence.deallocate()
+        bandAverage.deallocate()
+        presence.deallocate()
+        gain.deallocate()
+        appliedGain.deallocate()
+    }
+
+    @_noLocks public mutating func set(_ values: ParameterValues) {
+        enabled = values[.nsEnable] != 0
+        floorGain = Float(LibM.exp(-Double(values[.nsReduction]) * 0.11512925464970229))
+        // Sensitivity 0...100 % scales the noise estimate by -6...+6 dB: more of the signal counts as noise.
+        noiseScale = Float(LibM.exp((Double(values[.nsSensitivity]) - 50) / 50 * 6 * 0.23025850929940458))
+    }
+
+    @_noLocks public mutating func reset() {
+        input.update(repeating: 0, count: 2 * frameLength)
+        accumulator.update(repeating: 0, count: 4 * hop)
+        ready.update(repeating: 0, count: 2 * hop)
+        noise.update(repeating: 0, count: bins)
+        presenceAverage.update(repeating: 0, count: bins)
+        cleanPower.update(repeating: 0, count: bins)
+        prioriAverage.update(repeating: 0, count: bins)
+        gain.update(repeating: 1, count: bins)
+        appliedGain.update(repeating: 1, count: bins)
+        fill = 0
+        framesSinceReset = 0
+        mix = enabled ? 1 : 0
+        speechProbability = 0
+        noiseFloorDB = -120
+    }
+
+    /// Processes `count` samples in place; `right` is used only in stereo. Output is the input
+    /// `latency` samples earlier, cleaned.
+    @_noLocks public mutating func process(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
+                                           count: Int) {
+        let stereo = channels == 2 && right != nil
+        let n = frameLength, m = hop
+        var done = 0
+        while done < count {
+            let chunk = min(count - done, m - fill)
+            // Read the chunk's input before writing any output (in place).
+            let base = n - m + fill
+            for i in 0..<chunk { input[base + i] = left[done + i] }
+            if stereo, let right { for i in 0..<chunk { input[n + base + i] = right[done + i] } }
+            let completes = fill + chunk == m
+            // Output for sample at fill f is ready[f + 1]; the one completing a hop reads the new frame's first.
+            let direct = completes ? chunk - 1 : chunk
+            for i in 0..<direct { left[done + i] = ready[fill + 1 + i] }
+            if stereo, let right { for i in 0..<direct { right[done + i] = ready[m + fill + 1 + i] } }
+            if completes {
+                processFrame(stereo: stereo)
+                left[done + chunk - 1] = ready[0]
+                if stereo, let right { right[done + chunk - 1] = ready[m] }
+                fill = 0
+            } else {
+                fill += chunk
+            }
+            done += chunk
+        }
+    }
+
+    @inline(__always) mutating func processFrame(stereo: Bool) {
+        let n = frameLength, m = hop
+        let channelCount = stereo ? 2 : 1
+        for c in 0..<channelCount {
+            let samples = input + c * n
+            for i in 0..<n { frame[i] = samples[i] * analysisWindow[i] }
+            fft.forward(frame, real: spectrumReal + c * bins, imaginary: spectrumImaginary + c * bins)
+        }
+        if stereo {
+            let r2 = spectrumReal + bins, i2 = spectrumImaginary + bins
+            for k in 0..<bins {
+                let a = spectrumReal[k] * spectrumReal[k] + spectrumImaginary[k] * spectrumImaginary[k]
+                let b = r2[k] * r2[k] + i2[k] * i2[k]
+                power[k] = 0.5 * (a + b)
+            }
+        } else {
+            for k in 0..<bins { power[k] = spectrumReal[k] * spectrumReal[k] + spectrumImaginary[k] * spectrumImaginary[k] }
+        }
+        trackNoise()
+        framesSinceReset &+= 1
+
+        // Glide the mask strength toward on/off once per frame (click-free switching).
+        let target: Float = enabled ? 1 : 0
+        mix += mixRate * (target - mix)
+        if abs(target - mix) < 1e-4 { mix = target }
+
+        if mix == 0 {
+            // Off and settled: the frame passes unchanged, so its share of the output is x · Hann.
+            for c in 0..<channelCount {
+                let samples = input + c * n + (n - 2 * m), acc = accumulator + c * 2 * m
+                for j in 0..<(2 * m) { acc[j] += samples[j] * overlapWindow[j] }
+            }
+            for k in 0..<bins { gain[k] = 1; appliedGain[k] = 1; cleanPower[k] = power[k] }
+        } else {
+            computeGain()
+            for c in 0..<channelCount {
+                let re = spectrumReal + c * bins, im = spectrumImaginary + c * bins
+                for k in 0..<bins {
+                    re[k] *= appliedGain[k]
+                    im[k] *= appliedGain[k]
+                }
+                fft.inverse(real: re, imaginary: im, output: frame)
+                let tail = frame + (n - 2 * m), acc = accumulator + c * 2 * m
+                for j in 0..<(2 * m) { acc[j] += tail[j] * synthesisWindow[j] }
+            }
+        }
+
+        // The first M accumulated samples are complete: hand them out and shift the rest down.
+        for c in 0..<channelCount {
+            let acc = accumulator + c * 2 * m, out = ready + c * m
+            for j in 0..<m {
+                out[j] = acc[j]
+                acc[j] = acc[j + m]
+                acc[j + m] = 0
+            }
+            let samples = input + c * n
+            for i in 0..<(n - m) { samples[i] = samples[i + m] }
+        }
+    }
+
+    /// Step 1: speech-presence-probability noise tracking (Gerkmann & Hendriks 2012).
+    @inline(__always) mutating func trackNoise() {
+        let floorPower: Float = 1e-12
+        if framesSinceReset < warmupFrames {
+            // Start from the first frames' mean: they are taken as noise.
+            let weight = 1 / Float(framesSinceReset + 1)
+            for k in 0..<bins { noise[k] = max(noise[k] + weight * (power[k] - noise[k]), floorPower) }
+        } else {
+            // p(H1 | y) with a fixed a-priori SNR of 15 dB under speech presence.
+            let xiH1: Float = 31.622776
+            let c1 = 1 + xiH1, c2 = xiH1 / (1 + xiH1) * 1.442695041
+            let alphaP = presenceSmoothing, alphaN = noiseSmoothing
+            for k in 0..<bins {
+                let lambda = noise[k]
+                let ratio = power[k] / lambda
+                var p = 1 / (1 + c1 * FastMath.exp2(-c2 * ratio))
+                let average = alphaP * presenceAverage[k] + (1 - alphaP) * p
+                presenceAverage[k] = average
+                // Never certain of speech for long: the estimate must be able to rise.
+                p = average > 0.99 ? min(p, 0.99) : p
+                let expected = p * lambda + (1 - p) * power[k]
+                noise[k] = max(alphaN * lambda + (1 - alphaN) * expected, floorPower)
+            }
+        }
+        var total: Float = 0
+        for k in 1..<(bins - 1) { total += noise[k] }
+        total = 2 * total + noise[0] + noise[bins - 1]
+        noiseFloorDB = 10 * 0.30103 * FastMath.log2(max(total * powerNormalization, 1e-14))
+    }
+
+    /// Steps 2 and 3: the OM-LSA gain with decision-directed a-priori SNR, smoothed against musical noise.
+    /// The per-bin loops are branch-free so that they vectorize.
+    @inline(__always) mutating func computeGain() {
+        let xiMin: Float = 0.0031622777  // -25 dB
+        let alpha = decisionDirected
+        let beta = prioriSmoothing
+        let scale = noiseScale
+        for k in 0..<bins {
+            let inverseNoise = 1 / (noise[k] * scale)
+            let gamma = power[k] * inverseNoise
+            let xi = max(alpha * cleanPower[k] * inverseNoise + (1 - alpha) * max(gamma - 1, 0), xiMin)
+            posterioriSNR[k] = gamma
+            prioriSNR[k] = xi
+            prioriAverage[k] = beta * prioriAverage[k] + (1 - beta) * xi
+        }
+
+        // A-priori speech absence from the smoothed a-priori SNR: local (3 bins), global (about 1 kHz), frame.
+        var frameSum: Float = 0
+        for k in speechLow..<speechHigh { frameSum += prioriAverage[k] }
+        let framePresence = Self.presence(frameSum / Float(speechHigh - speechLow))
+        let globalHalf = max(1, Int(500 / (sampleRate / Double(frameLength))))
+        var globalSum: Float = 0
+        var globalCount = 0
+        for k in 0..<min(bins, globalHalf + 1) { globalSum += prioriAverage[k]; globalCount += 1 }
+        for k in 0..<bins {
+            // Sliding window [k - globalHalf, k + globalHalf].
+            if k > 0 {
+                let entering = k + globalHalf, leaving = k - globalHalf - 1
+                if entering < bins { globalSum += prioriAverage[entering]; globalCount += 1 }
+                if leaving >= 0 { globalSum -= prioriAverage[leaving]; globalCount -= 1 }
+            }
+            bandAverage[k] = globalSum / Float(globalCount)
+        }
+        absence[0] = 1 - Self.presence(prioriAverage[0]) * Self.presence(bandAverage[0]) * framePresence
+        absence[bins - 1] = 1 - Self.presence(prioriAverage[bins - 1]) * Self.presence(bandAverage[bins - 1]) * framePresence
+        for k in 1..<(bins - 1) {
+            let local = (prioriAverage[k - 1] + prioriAverage[k] + prioriAverage[k + 1]) * (1 / 3)
+            absence[k] = 1 - Self.presence(local) * Self.presence(bandAverage[k]) * framePresence
+        }
+
+        let floorLog2 = FastMath.log2(floorGain)
+        let floor = floorGain
+        let rise = riseMinimum
+        let strength = mix
+        for k in 0..<bins {
+            let xi = prioriSNR[k], gamma = posterioriSNR[k]
+            let ratio = xi / (1 + xi)
+            let v = max(ratio * gamma, 1e-6)
+            let expMinusV = FastMath.exp(-min(v, 80))
+            // LSA gain ξ/(1+ξ) · exp(E1(v)/2), E1 by Abramowitz & Stegun 5.1.53 (v <= 1) and 5.1.56 (v > 1).
+            let small = ((((0.00107857 * v - 0.00976004) * v + 0.05519968) * v - 0.24991055) * v + 0.99999193) * v
+                - 0.57721566 - FastMath.log2(v) * 0.6931471806
+            let large = expMinusV / v * ((v + 2.334733) * v + 0.250621) / ((v + 3.330657) * v + 1.681534)
+            let e1 = v <= 1 ? small : large
+            let lsa = min(ratio * FastMath.exp2(e1 * 0.7213475204), 1)  // exp(E1/2) = 2^(E1 · log2(e) / 2)
+            cleanPower[k] = lsa * lsa * power[k]
+            // Speech presence probability given this frame.
+            let q = min(absence[k], 0.95)
+            let p = 1 / (1 + q / (1 - q) * (1 + xi) * expMinusV)
+            presence[k] = p
+            // OM-LSA: G = G_LSA^p · G_min^(1-p), never below G_min.
+            let combined = max(FastMath.exp2(p * FastMath.log2(max(lsa, 1e-6)) + (1 - p) * floorLog2), floor)
+            // Gains rise at once where speech is likely, slowly where it is not (musical noise).
+            let previous = gain[k]
+            let step = combined > previous ? rise + (1 - rise) * p : 1
+            let smoothed = previous + step * (combined - previous)
+            gain[k] = smoothed
+            appliedGain[k] = 1 - strength * (1 - smoothed)
+        }
+        var presenceSum: Float = 0
+        for k in speechLow..<speechHigh { presenceSum += presence[k] }
+        let frameProbability = presenceSum / Float(speechHigh - speechLow)
+        speechProbability += meterRate * (frameProbability - speechProbability)
+    }
+
+    /// Cohen's mapping of a smoothed a-priori SNR to a presence likelihood: 0 below -10 dB, 1 above -5 dB.
+    @inline(__always) static func presence(_ zeta: Float) -> Float {
+        let zetaMinLog2: Float = -3.321928  // log2(0.1)
+        let zetaSpanLog2: Float = 1.660964  // log2(0.316 / 0.1)
+        return min(max((FastMath.log2(max(zeta, 1e-10)) - zetaMinLog2) * (1 / zetaSpanLog2), 0), 1)
+    }
+}
