@@ -6,7 +6,7 @@
 // short sqrt-Hann fall over the last M), the synthesis window covers only the last 2M samples,
 // and their product there is a Hann window of 2M, which overlap-adds to exactly one. Frequency
 // resolution comes from N, delay only from M: a sample leaves 2M - 1 samples after it entered.
-// M is rate / 375 (128 at 48 kHz: 255 samples, 5.3 ms); N is the power of two >= 4M (512).
+// M is rate / 375 (128 at 48 kHz: 255 samples, 5.3 ms); N is the power of two >= 8M (1024).
 //
 // Per frame and bin (in stereo, one mask from both channels' mean power, applied to each):
 // 1. Noise power: the speech-presence-probability tracker of Gerkmann & Hendriks (2012): the
@@ -71,6 +71,13 @@ public struct NoiseSuppressor: ~Copyable {
 
     var fill = 0
     var framesSinceReset = 0
+    /// Statistics run on pairs of frames; true while the pair's first frame is done.
+    var secondOfPair = false
+    /// Tests only: apply this mask (another instance's `appliedGain`) instead of computing one, to
+    /// measure what a mask does to the speech and the noise of a mixture separately.
+    var maskOverride: UnsafeMutablePointer<Float>? = nil
+    /// How much of a neighbouring bin's gain a bin takes at least (see `computeGain`).
+    var maskSpread: Float = 0.5
 
     // Per-frame smoothing constants (from time constants, so every rate behaves alike).
     let presenceSmoothing: Float
@@ -103,7 +110,7 @@ public struct NoiseSuppressor: ~Copyable {
         self.channels = min(max(channels, 1), 2)
         let m = Self.hop(sampleRate: sampleRate)
         hop = m
-        fft = RealFFT(size: 4 * m)
+        fft = RealFFT(size: 8 * m)
         let n = fft.size
         frameLength = n
         bins = n / 2 + 1
@@ -156,12 +163,12 @@ public struct NoiseSuppressor: ~Copyable {
         speechLow = max(1, min(bins - 1, Int(300 / binWidth)))
         speechHigh = max(speechLow + 1, min(bins, Int(4000 / binWidth) + 1))
 
-        let frameSeconds = Double(m) / sampleRate
+        let frameSeconds = 2 * Double(m) / sampleRate  // statistics run every second frame
         func perFrame(_ factor: Double, per seconds: Double) -> Float { Float(LibM.pow(factor, frameSeconds / seconds)) }
         presenceSmoothing = perFrame(0.9, per: 0.016)
         noiseSmoothing = perFrame(0.8, per: 0.016)
         prioriSmoothing = perFrame(0.7, per: 0.008)
-        decisionDirected = 0.98
+        decisionDirected = 0.95
         riseMinimum = Float(1 - LibM.exp(-frameSeconds / 0.010))
         mixRate = Float(1 - LibM.exp(-frameSeconds / 0.010))
         meterRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
@@ -213,6 +220,7 @@ public struct NoiseSuppressor: ~Copyable {
         appliedGain.update(repeating: 1, count: bins)
         fill = 0
         framesSinceReset = 0
+        secondOfPair = false
         mix = enabled ? 1 : 0
         speechProbability = 0
         noiseFloorDB = -120
@@ -256,23 +264,33 @@ public struct NoiseSuppressor: ~Copyable {
             for i in 0..<n { frame[i] = samples[i] * analysisWindow[i] }
             fft.forward(frame, real: spectrumReal + c * bins, imaginary: spectrumImaginary + c * bins)
         }
+        // Statistics and gains are updated every second frame (every 2M samples, 5.3 ms at 48 kHz)
+        // from the two frames' mean power, which halves the per-bin work and the periodogram's
+        // variance; both frames apply the mask.
+        let first = !secondOfPair
+        secondOfPair.toggle()
+        let weight: Float = first ? 1 : 0.5
+        let keep: Float = first ? 0 : 0.5
         if stereo {
             let r2 = spectrumReal + bins, i2 = spectrumImaginary + bins
             for k in 0..<bins {
                 let a = spectrumReal[k] * spectrumReal[k] + spectrumImaginary[k] * spectrumImaginary[k]
                 let b = r2[k] * r2[k] + i2[k] * i2[k]
-                power[k] = 0.5 * (a + b)
+                power[k] = keep * power[k] + weight * 0.5 * (a + b)
             }
         } else {
-            for k in 0..<bins { power[k] = spectrumReal[k] * spectrumReal[k] + spectrumImaginary[k] * spectrumImaginary[k] }
+            for k in 0..<bins {
+                power[k] = keep * power[k] + weight * (spectrumReal[k] * spectrumReal[k] + spectrumImaginary[k] * spectrumImaginary[k])
+            }
         }
-        trackNoise()
-        framesSinceReset &+= 1
-
-        // Glide the mask strength toward on/off once per frame (click-free switching).
-        let target: Float = enabled ? 1 : 0
-        mix += mixRate * (target - mix)
-        if abs(target - mix) < 1e-4 { mix = target }
+        if !first {
+            trackNoise()
+            framesSinceReset &+= 1
+            // Glide the mask strength toward on/off (click-free switching).
+            let target: Float = enabled ? 1 : 0
+            mix += mixRate * (target - mix)
+            if abs(target - mix) < 1e-4 { mix = target }
+        }
 
         if mix == 0 {
             // Off and settled: the frame passes unchanged, so its share of the output is x · Hann.
@@ -280,9 +298,13 @@ public struct NoiseSuppressor: ~Copyable {
                 let samples = input + c * n + (n - 2 * m), acc = accumulator + c * 2 * m
                 for j in 0..<(2 * m) { acc[j] += samples[j] * overlapWindow[j] }
             }
-            for k in 0..<bins { gain[k] = 1; appliedGain[k] = 1; cleanPower[k] = power[k] }
+            if !first { for k in 0..<bins { gain[k] = 1; appliedGain[k] = 1; cleanPower[k] = power[k] } }
         } else {
-            computeGain()
+            if let maskOverride {
+                for k in 0..<bins { appliedGain[k] = maskOverride[k] }
+            } else if !first {
+                computeGain()
+            }
             for c in 0..<channelCount {
                 let re = spectrumReal + c * bins, im = spectrumImaginary + c * bins
                 for k in 0..<bins {
@@ -304,7 +326,7 @@ public struct NoiseSuppressor: ~Copyable {
                 acc[j + m] = 0
             }
             let samples = input + c * n
-            for i in 0..<(n - m) { samples[i] = samples[i + m] }
+            UnsafeMutableRawPointer(samples).copyMemory(from: samples + m, byteCount: (n - m) * MemoryLayout<Float>.stride)
         }
     }
 
@@ -383,16 +405,13 @@ public struct NoiseSuppressor: ~Copyable {
         let rise = riseMinimum
         let strength = mix
         for k in 0..<bins {
-            let xi = prioriSNR[k], gamma = posterioriSNR[k]
-            let ratio = xi / (1 + xi)
-            let v = max(ratio * gamma, 1e-6)
-            let expMinusV = FastMath.exp(-min(v, 80))
-            // LSA gain ξ/(1+ξ) · exp(E1(v)/2), E1 by Abramowitz & Stegun 5.1.53 (v <= 1) and 5.1.56 (v > 1).
-            let small = ((((0.00107857 * v - 0.00976004) * v + 0.05519968) * v - 0.24991055) * v + 0.99999193) * v
-                - 0.57721566 - FastMath.log2(v) * 0.6931471806
-            let large = expMinusV / v * ((v + 2.334733) * v + 0.250621) / ((v + 3.330657) * v + 1.681534)
-            let e1 = v <= 1 ? small : large
-            let lsa = min(ratio * FastMath.exp2(e1 * 0.7213475204), 1)  // exp(E1/2) = 2^(E1 · log2(e) / 2)
+            let gamma = posterioriSNR[k]
+            // Two-step a-priori SNR (Plapous et al.): the decision-directed estimate lags a frame
+            // behind onsets; one more step through the gain rule removes that lag.
+            let first = Self.lsa(xi: prioriSNR[k], gamma: gamma)
+            let xi = max(first.gain * first.gain * gamma, xiMin)
+            let second = Self.lsa(xi: xi, gamma: gamma)
+            let lsa = second.gain, expMinusV = second.expMinusV
             cleanPower[k] = lsa * lsa * power[k]
             // Speech presence probability given this frame.
             let q = min(absence[k], 0.95)
@@ -405,12 +424,38 @@ public struct NoiseSuppressor: ~Copyable {
             let step = combined > previous ? rise + (1 - rise) * p : 1
             let smoothed = previous + step * (combined - previous)
             gain[k] = smoothed
-            appliedGain[k] = 1 - strength * (1 - smoothed)
         }
+        // The applied mask is widened by one bin on each side (the larger of three neighbours): the
+        // synthesis window is short, so a mask narrower than its resolution would cut into speech
+        // harmonics rather than between them.
+        let spread = maskSpread
+        for k in 1..<(bins - 1) {
+            let widened = max(gain[k], spread * max(gain[k - 1], gain[k + 1]))
+            appliedGain[k] = 1 - strength * (1 - widened)
+        }
+        // The DC and Nyquist bins are real: their powers do not follow the complex statistics the
+        // rules assume, and they carry no speech. They take their neighbours' gains.
+        gain[0] = gain[1]
+        appliedGain[0] = appliedGain[1]
+        gain[bins - 1] = gain[bins - 2]
+        appliedGain[bins - 1] = appliedGain[bins - 2]
         var presenceSum: Float = 0
         for k in speechLow..<speechHigh { presenceSum += presence[k] }
         let frameProbability = presenceSum / Float(speechHigh - speechLow)
         speechProbability += meterRate * (frameProbability - speechProbability)
+    }
+
+    /// The log-spectral amplitude gain ξ/(1+ξ) · exp(E1(v)/2), v = γξ/(1+ξ), at most 1; and e^-v.
+    /// E1 by Abramowitz & Stegun 5.1.53 (v <= 1) and 5.1.56 (v > 1), both branch-free.
+    @inline(__always) static func lsa(xi: Float, gamma: Float) -> (gain: Float, expMinusV: Float) {
+        let ratio = xi / (1 + xi)
+        let v = max(ratio * gamma, 1e-6)
+        let expMinusV = FastMath.exp(-min(v, 80))
+        let small = ((((0.00107857 * v - 0.00976004) * v + 0.05519968) * v - 0.24991055) * v + 0.99999193) * v
+            - 0.57721566 - FastMath.log2(v) * 0.6931471806
+        let large = expMinusV / v * ((v + 2.334733) * v + 0.250621) / ((v + 3.330657) * v + 1.681534)
+        let e1 = v <= 1 ? small : large
+        return (min(ratio * FastMath.exp2(e1 * 0.7213475204), 1), expMinusV)  // exp(E1/2) = 2^(E1 · log2(e) / 2)
     }
 
     /// Cohen's mapping of a smoothed a-priori SNR to a presence likelihood: 0 below -10 dB, 1 above -5 dB.

@@ -1,0 +1,355 @@
+// The noise suppressor on generated signals: a harmonic speech-like source with a syllable-rate
+// envelope, white and pink noise. The suppressor's mask is also applied to the speech and the noise
+// separately (a second and third instance follow the first's mask), so the SNR before and after
+// is measured exactly rather than guessed from the mixture.
+
+import Testing
+@testable import HearDSP
+
+/// Deterministic noise (LCG), white and pink (Kellet's filter), and the speech-like source.
+struct SignalMaker {
+    var seed: UInt32
+
+    mutating func uniform() -> Float {
+        seed = seed &* 1_664_525 &+ 1_013_904_223
+        return Float(seed >> 8) / Float(1 << 24) * 2 - 1
+    }
+
+    mutating func white(_ count: Int) -> [Float] { (0..<count).map { _ in uniform() } }
+
+    mutating func pink(_ count: Int) -> [Float] {
+        var b0: Float = 0, b1: Float = 0, b2: Float = 0, b3: Float = 0, b4: Float = 0, b5: Float = 0, b6: Float = 0
+        return (0..<count).map { _ in
+            let w = uniform()
+            b0 = 0.99886 * b0 + w * 0.0555179; b1 = 0.99332 * b1 + w * 0.0750759
+            b2 = 0.96900 * b2 + w * 0.1538520; b3 = 0.86650 * b3 + w * 0.3104856
+            b4 = 0.55000 * b4 + w * 0.5329522; b5 = -0.7616 * b5 - w * 0.0168980
+            let out = b0 + b1 + b2 + b3 + b4 + b5 + b6 + w * 0.5362
+            b6 = w * 0.115926
+            return out
+        }
+    }
+
+    /// Voiced harmonics (f0 gliding 110...190 Hz, 1/h amplitudes up to 5 kHz) under a 3 Hz syllable envelope.
+    static func speech(rate: Double, count: Int) -> (signal: [Float], envelope: [Float]) {
+        var phase = 0.0
+        var signal = [Float](repeating: 0, count: count)
+        var envelope = [Float](repeating: 0, count: count)
+        let top = min(5000, rate * 0.45)
+        for i in 0..<count {
+            let t = Double(i) / rate
+            let f0 = 150 + 40 * LibM.sin(2 * Double.pi * 0.7 * t)
+            phase += 2 * Double.pi * f0 / rate
+            if phase > 2 * Double.pi * 1000 { phase -= 2 * Double.pi * 1000 }
+            let syllable = max(0, LibM.sin(2 * Double.pi * 3 * t))
+            var sample = 0.0
+            var h = 1
+            while Double(h) * f0 < top {
+                sample += LibM.sin(Double(h) * phase) / Double(h)
+                h += 1
+            }
+            envelope[i] = Float(syllable)
+            signal[i] = Float(0.1 * syllable * sample)
+        }
+        return (signal, envelope)
+    }
+}
+
+func power(_ x: ArraySlice<Float>) -> Double { x.reduce(0) { $0 + Double($1) * Double($1) } / Double(max(x.count, 1)) }
+func decibels(_ ratio: Double) -> Double { 10 * LibM.log10(max(ratio, 1e-30)) }
+
+/// Runs a mixture through the suppressor and its mask through followers on speech and noise alone.
+/// Returns the three outputs, time-aligned with the input (latency removed, tail zero).
+func separate(speech: [Float], noise: [Float], rate: Double, values: ParameterValues = ParameterValues())
+    -> (mixture: [Float], speech: [Float], noise: [Float], latency: Int) {
+    var leader = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
+    var speechFollower = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
+    var noiseFollower = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
+    speechFollower.maskOverride = leader.appliedGain
+    noiseFollower.maskOverride = leader.appliedGain
+    let count = speech.count
+    var mixture = zip(speech, noise).map { $0 + $1 }
+    var s = speech, n = noise
+    let hop = leader.hop
+    var done = 0
+    mixture.withUnsafeMutableBufferPointer { m in
+        s.withUnsafeMutableBufferPointer { sp in
+            n.withUnsafeMutableBufferPointer { np in
+                while done < count {
+                    let chunk = min(hop, count - done)
+                    leader.process(m.baseAddress! + done, nil, count: chunk)
+                    speechFollower.process(sp.baseAddress! + done, nil, count: chunk)
+                    noiseFollower.process(np.baseAddress! + done, nil, count: chunk)
+                    done += chunk
+                }
+            }
+        }
+    }
+    let latency = leader.latency
+    func align(_ x: [Float]) -> [Float] { Array(x[latency...]) + [Float](repeating: 0, count: latency) }
+    return (align(mixture), align(s), align(n), latency)
+}
+
+/// Per-bin energy (dB, 1024-point Hann STFT, half overlap) of `x` over the time-frequency cells
+/// where speech exceeds noise by `margin` dB, and how many cells each bin had.
+func dominatedSpectrum(_ x: [Float], speech: [Float], noise: [Float], from first: Int, margin: Double)
+    -> (levels: [Double], cells: [Int]) {
+    let size = 1024
+    let fft = RealFFT(size: size)
+    let frame = UnsafeMutablePointer<Float>.allocate(capacity: size)
+    let re = UnsafeMutablePointer<Float>.allocate(capacity: 3 * (size / 2 + 1))
+    let im = UnsafeMutablePointer<Float>.allocate(capacity: 3 * (size / 2 + 1))
+    defer { frame.deallocate(); re.deallocate(); im.deallocate() }
+    let bins = size / 2 + 1
+    var sum = [Double](repeating: 1e-20, count: bins), cells = [Int](repeating: 0, count: bins)
+    let threshold = LibM.pow(10, margin / 10)
+    var start = first
+    while start + size <= x.count {
+        for (slot, signal) in [x, speech, noise].enumerated() {
+            for i in 0..<size {
+                frame[i] = signal[start + i] * Float(0.5 - 0.5 * LibM.cos(2 * Double.pi * Double(i) / Double(size)))
+            }
+            fft.forward(frame, real: re + slot * bins, imaginary: im + slot * bins)
+        }
+        for k in 0..<bins {
+            func energy(_ slot: Int) -> Double {
+                Double(re[slot * bins + k] * re[slot * bins + k] + im[slot * bins + k] * im[slot * bins + k])
+            }
+            if energy(1) > threshold * energy(2) {
+                sum[k] += energy(0)
+                cells[k] += 1
+            }
+        }
+        start += size / 2
+    }
+    return (sum.map { decibels($0) }, cells)
+}
+
+struct SNRResult {
+    var improvement: Double
+    var worstSpectralDeviation: Double
+    var comparedBins: Int
+}
+
+/// The CI measure: speech-like source plus white and pink noise at 5 dB SNR.
+func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: ParameterValues = ParameterValues()) -> SNRResult {
+    let count = Int(rate * seconds)
+    let (speech, envelope) = SignalMaker.speech(rate: rate, count: count)
+    var maker = SignalMaker(seed: 7)
+    let white = maker.white(count), pink = maker.pink(count)
+    var noise = zip(white, pink).map { $0 + 4 * $1 }
+    let first = Int(rate * skip)
+    let gain = Float(LibM.sqrt(power(speech[first...]) / power(noise[first...]) / LibM.pow(10, 0.5)))
+    noise = noise.map { $0 * gain }
+    let out = separate(speech: speech, noise: noise, rate: rate, values: values)
+    let inputSNR = decibels(power(speech[first...]) / power(noise[first...]))
+    let outputSNR = decibels(power(out.speech[first...]) / power(out.noise[first...]))
+
+    // Where speech dominates (time-frequency cells with speech 10 dB above the noise), the processed
+    // speech keeps its level: compared bin by bin where at least 20 such cells were found.
+    let before = dominatedSpectrum(speech, speech: speech, noise: noise, from: first, margin: 10)
+    let after = dominatedSpectrum(out.speech, speech: speech, noise: noise, from: first, margin: 10)
+    var worst = 0.0, compared = 0
+    for k in 1..<before.levels.count where before.cells[k] >= 20 {
+        worst = max(worst, abs(after.levels[k] - before.levels[k]))
+        compared += 1
+    }
+    return SNRResult(improvement: outputSNR - inputSNR, worstSpectralDeviation: worst, comparedBins: compared)
+}
+
+@Suite struct NoiseSuppressorTests {
+    @Test func improvesSNRAndKeepsSpeechSpectrum() {
+        let result = measureSNR(rate: 48000)
+        #expect(result.improvement >= 8, "SNR improvement \(result.improvement) dB")
+        #expect(result.comparedBins >= 20)
+        #expect(result.worstSpectralDeviation <= 1, "speech spectrum moved \(result.worstSpectralDeviation) dB")
+    }
+
+    @Test(arguments: [8000.0, 16000, 44100, 48000, 96000, 192000])
+    func everyRate(rate: Double) {
+        let suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
+        #expect(Double(suppressor.latency) <= 0.005_334 * rate)
+        #expect(suppressor.latency == NoiseSuppressor.latency(sampleRate: rate))
+        #expect(Chain(sampleRate: rate, channels: 2).latency == suppressor.latency + Limiter.lookahead(sampleRate: rate))
+        #expect(measuredDelay(rate: rate, enabled: false) == suppressor.latency)
+        #expect(measuredDelay(rate: rate, enabled: true) == suppressor.latency)
+        let result = measureSNR(rate: rate, seconds: 3)
+        #expect(result.improvement >= 8, "SNR improvement \(result.improvement) dB at \(rate) Hz")
+    }
+
+    /// Lag of the output's cross-correlation peak against a noise burst input.
+    func measuredDelay(rate: Double, enabled: Bool) -> Int {
+        var values = ParameterValues()
+        values[.nsEnable] = enabled ? 1 : 0
+        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
+        var maker = SignalMaker(seed: 3)
+        let count = Int(rate * 0.5)
+        let input = maker.white(count).enumerated().map { $0.offset > count / 2 ? $0.element * 0.5 : $0.element * 0.001 }
+        var output = input
+        output.withUnsafeMutableBufferPointer { suppressor.process($0.baseAddress!, nil, count: count) }
+        var best = 0, bestValue = -Double.infinity
+        for lag in 0..<(suppressor.latency * 2 + 8) {
+            var c = 0.0
+            for i in (count / 2)..<(count - lag) { c += Double(input[i]) * Double(output[i + lag]) }
+            if c > bestValue { bestValue = c; best = lag }
+        }
+        return best
+    }
+
+    @Test func disabledIsAPureDelay() {
+        var values = ParameterValues()
+        values[.nsEnable] = 0
+        var suppressor = NoiseSuppressor(sampleRate: 48000, channels: 1, values: values)
+        var maker = SignalMaker(seed: 5)
+        let input = maker.white(48000)
+        var output = input
+        output.withUnsafeMutableBufferPointer { suppressor.process($0.baseAddress!, nil, count: 48000) }
+        let latency = suppressor.latency
+        var worst: Float = 0
+        for i in latency..<48000 { worst = max(worst, abs(output[i] - input[i - latency])) }
+        #expect(worst < 1e-5)
+    }
+
+    /// Noise alone: attenuated by `ns.reduction` (within 3 dB) after the first two seconds.
+    @Test(arguments: [10.0, 20, 30])
+    func noiseOnlyReachesReduction(reduction: Double) {
+        let rate = 48000.0
+        var values = ParameterValues()
+        values[.nsReduction] = Float(reduction)
+        var maker = SignalMaker(seed: 11)
+        let count = Int(rate * 5)
+        let white = maker.white(count), pink = maker.pink(count)
+        let noise = zip(white, pink).map { 0.02 * $0 + 0.05 * $1 }
+        let out = separate(speech: [Float](repeating: 0, count: count), noise: noise, rate: rate, values: values)
+        let first = Int(rate * 2), last = count - out.latency
+        let attenuation = decibels(power(noise[first..<last]) / power(out.mixture[first..<last]))
+        #expect(abs(attenuation - reduction) <= 3, "attenuation \(attenuation) dB for reduction \(reduction)")
+    }
+
+    /// Noise that steps up by 10 dB: within 2 s the estimate has followed and the output is back at the floor.
+    @Test func tracksANoiseStep() {
+        let rate = 48000.0
+        var maker = SignalMaker(seed: 13)
+        let count = Int(rate * 7), step = Int(rate * 3)
+        let white = maker.white(count), pink = maker.pink(count)
+        let noise = (0..<count).map { i in (0.01 * white[i] + 0.03 * pink[i]) * (i < step ? 1 : 3.1623) }
+        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
+        var output = noise
+        var floorBefore: Float = 0, floorAfter: Float = 0
+        output.withUnsafeMutableBufferPointer { buffer in
+            let hop = suppressor.hop
+            var done = 0
+            while done < count {
+                let chunk = min(hop, count - done)
+                suppressor.process(buffer.baseAddress! + done, nil, count: chunk)
+                done += chunk
+                if done <= step { floorBefore = suppressor.noiseFloorDB }
+                if done <= step + Int(rate * 2) { floorAfter = suppressor.noiseFloorDB }
+            }
+        }
+        #expect(abs(Double(floorAfter - floorBefore) - 10) <= 2, "noise floor moved \(floorAfter - floorBefore) dB")
+        let latency = suppressor.latency
+        let from = step + Int(rate * 2)
+        let attenuation = decibels(power(noise[from..<(count - latency)]) / power(output[(from + latency)...]))
+        #expect(abs(attenuation - 20) <= 3, "attenuation after the step \(attenuation) dB")
+        #expect(suppressor.speechProbability < 0.2)
+    }
+
+    @Test func meters() {
+        let rate = 48000.0
+        var maker = SignalMaker(seed: 17)
+        let count = Int(rate * 2)
+        // White noise of RMS 0.01 (-40 dBFS): uniform in ±a has RMS a/√3.
+        var noise = maker.white(count).map { $0 * 0.01 * 1.7320508 }
+        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
+        noise.withUnsafeMutableBufferPointer { suppressor.process($0.baseAddress!, nil, count: count) }
+        #expect(abs(suppressor.noiseFloorDB + 40) <= 2, "noise floor \(suppressor.noiseFloorDB) dBFS")
+        #expect(suppressor.speechProbability < 0.2)
+        let (speech, _) = SignalMaker.speech(rate: rate, count: count)
+        var loud = speech.map { $0 * 3 }
+        var suppressor2 = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
+        var busiest: Float = 0
+        loud.withUnsafeMutableBufferPointer { buffer in
+            for start in stride(from: 0, to: count, by: 480) {
+                suppressor2.process(buffer.baseAddress! + start, nil, count: min(480, count - start))
+                busiest = max(busiest, suppressor2.speechProbability)
+            }
+        }
+        #expect(busiest > 0.5)
+    }
+
+    /// The same samples whatever the block sizes, through the whole chain with the suppressor on, in stereo.
+    @Test func blockSizeInvariantInChain() {
+        let rate = 44100.0
+        let count = Int(rate * 1.5)
+        let (speech, _) = SignalMaker.speech(rate: rate, count: count)
+        var maker = SignalMaker(seed: 19)
+        let left = zip(speech, maker.white(count)).map { $0 + 0.02 * $1 }
+        let right = zip(speech, maker.pink(count)).map { 0.7 * $0 + 0.05 * $1 }
+        func run(_ sizes: [Int]) -> ([Float], [Float]) {
+            var chain = Chain(sampleRate: rate, channels: 2)
+            var l = left, r = right
+            var done = 0, index = 0
+            l.withUnsafeMutableBufferPointer { lp in
+                r.withUnsafeMutableBufferPointer { rp in
+                    while done < count {
+                        let n = min(sizes[index % sizes.count], count - done)
+                        chain.process(inLeft: lp.baseAddress! + done, inRight: rp.baseAddress! + done,
+                                      outLeft: lp.baseAddress! + done, outRight: rp.baseAddress! + done, frames: n)
+                        done += n
+                        index += 1
+                    }
+                }
+            }
+            return (l, r)
+        }
+        let whole = run([count])
+        let odd = run([1, 7, 64, 333, 4096, 2, 1000])
+        #expect(whole.0 == odd.0)
+        #expect(whole.1 == odd.1)
+        #expect(whole.0.contains { abs($0) > 0.01 })
+    }
+
+    @Test func nonFiniteInputNeverReachesOutput() {
+        let rate = 48000.0
+        var chain = Chain(sampleRate: rate, channels: 1)
+        var maker = SignalMaker(seed: 23)
+        var signal = maker.white(48000).map { $0 * 0.1 }
+        for i in stride(from: 1000, to: 48000, by: 7919) { signal[i] = .nan; signal[i + 1] = .infinity; signal[i + 2] = -.infinity }
+        signal[30000] = 1e30
+        signal.withUnsafeMutableBufferPointer {
+            chain.process(inLeft: $0.baseAddress!, inRight: nil, outLeft: $0.baseAddress!, outRight: nil, frames: 48000)
+        }
+        #expect(signal.allSatisfy { $0.isFinite && abs($0) <= 1 })
+        #expect(chain.meters.noiseFloorDB.isFinite && chain.meters.speechProbability.isFinite)
+    }
+}
+
+@Suite struct FFTTests {
+    @Test(arguments: [4, 8, 16, 64, 128, 512, 2048])
+    func matchesTheDefinition(size: Int) {
+        let fft = RealFFT(size: size)
+        var maker = SignalMaker(seed: UInt32(size))
+        let x = maker.white(size)
+        let re = UnsafeMutablePointer<Float>.allocate(capacity: size / 2 + 1)
+        let im = UnsafeMutablePointer<Float>.allocate(capacity: size / 2 + 1)
+        let back = UnsafeMutablePointer<Float>.allocate(capacity: size)
+        defer { re.deallocate(); im.deallocate(); back.deallocate() }
+        x.withUnsafeBufferPointer { fft.forward($0.baseAddress!, real: re, imaginary: im) }
+        var worst = 0.0
+        for k in 0...(size / 2) {
+            var sr = 0.0, si = 0.0
+            for n in 0..<size {
+                let angle = -2 * Double.pi * Double(k * n % size) / Double(size)
+                sr += Double(x[n]) * LibM.cos(angle)
+                si += Double(x[n]) * LibM.sin(angle)
+            }
+            worst = max(worst, abs(sr - Double(re[k])), abs(si - Double(im[k])))
+        }
+        #expect(worst < 1e-5 * Double(size))
+        fft.inverse(real: re, imaginary: im, output: back)
+        var roundTrip: Float = 0
+        for n in 0..<size { roundTrip = max(roundTrip, abs(back[n] - x[n])) }
+        #expect(roundTrip < 1e-5)
+    }
+}
