@@ -155,6 +155,41 @@ public struct RealFFT: ~Copyable {
         }
         var length = 8
         var offset = 3  // twiddles of lengths 2 and 4 come first (1 + 2 entries)
+        // Two radix-2 stages (lengths L and 2L) per pass while both remain: half the passes over memory.
+        while 2 * length <= h {
+            let halfLength = length / 2
+            let w1r = stageCos + offset, w1i = stageSin + offset
+            let w2r = stageCos + offset + halfLength, w2i = stageSin + offset + halfLength
+            var s = 0
+            while s < h {
+                let r0 = re + s, i0 = im + s
+                let r1 = r0 + halfLength, i1 = i0 + halfLength
+                let r2 = r0 + length, i2 = i0 + length
+                let r3 = r2 + halfLength, i3 = i2 + halfLength
+                for j in 0..<halfLength {
+                    // Stage L: (a0, a1) and (a2, a3) with W_L^j.
+                    let c1 = w1r[j], s1 = w1i[j]
+                    let t1r = r1[j] * c1 - i1[j] * s1, t1i = r1[j] * s1 + i1[j] * c1
+                    let t3r = r3[j] * c1 - i3[j] * s1, t3i = r3[j] * s1 + i3[j] * c1
+                    let b0r = r0[j] + t1r, b0i = i0[j] + t1i
+                    let b1r = r0[j] - t1r, b1i = i0[j] - t1i
+                    let b2r = r2[j] + t3r, b2i = i2[j] + t3i
+                    let b3r = r2[j] - t3r, b3i = i2[j] - t3i
+                    // Stage 2L: (b0, b2) with W_2L^j, (b1, b3) with W_2L^(j + L/2) = -i · W_2L^j.
+                    let c2 = w2r[j], s2 = w2i[j]
+                    let u2r = b2r * c2 - b2i * s2, u2i = b2r * s2 + b2i * c2
+                    let v3r = b3r * c2 - b3i * s2, v3i = b3r * s2 + b3i * c2
+                    // -i · v3 = (v3i, -v3r)
+                    r0[j] = b0r + u2r; i0[j] = b0i + u2i
+                    r2[j] = b0r - u2r; i2[j] = b0i - u2i
+                    r1[j] = b1r + v3i; i1[j] = b1i - v3r
+                    r3[j] = b1r - v3i; i3[j] = b1i + v3r
+                }
+                s += 2 * length
+            }
+            offset += halfLength + length
+            length *= 4
+        }
         while length <= h {
             let halfLength = length / 2
             let wr = stageCos + offset, wi = stageSin + offset

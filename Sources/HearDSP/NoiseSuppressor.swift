@@ -8,17 +8,22 @@
 // resolution comes from N, delay only from M: a sample leaves 2M - 1 samples after it entered.
 // M is rate / 375 (128 at 48 kHz: 255 samples, 5.3 ms); N is the power of two >= 8M (1024).
 //
-// Per frame and bin (in stereo, one mask from both channels' mean power, applied to each):
-// 1. Noise power: the speech-presence-probability tracker of Gerkmann & Hendriks (2012): the
-//    periodogram updates the estimate in proportion to how unlikely speech is in that bin, so it
-//    follows noise that rises or falls within a second or two but does not climb onto speech.
-// 2. Gain: decision-directed a-priori SNR (Ephraim & Malah) into the log-spectral amplitude gain,
-//    combined with the speech presence probability into the OM-LSA gain (Cohen & Berdugo 2001):
+// Statistics and gains are updated every second frame (every 2M samples) from the two frames'
+// mean power; each frame applies the latest mask. Per bin (in stereo, one mask from both
+// channels' mean power, applied to each, so the stereo image stays):
+// 1. Noise power: the speech-presence-probability tracker of Gerkmann & Hendriks (2012), which
+//    updates the estimate in proportion to how unlikely speech is in that bin and so follows noise
+//    that rises or falls within a second or two; capped by minimum statistics (Martin 2001) over
+//    the last 1.5 s, so that speech that lasts is not taken for noise.
+// 2. Gain: decision-directed a-priori SNR (Ephraim & Malah) refined by one more step through the
+//    gain rule (two-step, Plapous et al. 2006), into the log-spectral amplitude gain, combined with
+//    the speech presence probability into the OM-LSA gain (Cohen & Berdugo 2001):
 //    G = G_LSA^p · G_min^(1-p), G_min from `ns.reduction`. The a-priori absence probability comes
-//    from the smoothed a-priori SNR over a few bins, a wider band, and the whole frame.
-// 3. Against musical noise: gains may rise only as fast as the bin's speech probability allows
-//    (isolated noise peaks fade in slowly, speech onsets pass at once), and the floor is a gain,
-//    never zero.
+//    from the smoothed a-priori SNR over three bins, about 1 kHz, and the whole speech band.
+// 3. Against musical noise: a gain rises at once where the smoothed SNR says speech, slowly
+//    (30 ms) where it does not, so isolated noise peaks never open; the floor is a gain, never zero.
+//    A bin keeps at least a quarter of its neighbours' gains: the synthesis window is short, and a
+//    mask much narrower than its resolution would cut into harmonics rather than between them.
 // Everything is sized in init; `process` buffers internally by hop, so the output does not depend
 // on how the audio is split into calls.
 
@@ -62,6 +67,17 @@ public struct NoiseSuppressor: ~Copyable {
     let bandAverage: UnsafeMutablePointer<Float>
     let presence: UnsafeMutablePointer<Float>
     let gain: UnsafeMutablePointer<Float>
+    /// Minimum statistics (Martin 2001) as a ceiling on the noise estimate: the smoothed power, the
+    /// minimum of the current sub-window, and the minima of the last `minimumWindows` sub-windows.
+    let smoothedPower: UnsafeMutablePointer<Float>
+    let windowMinimum: UnsafeMutablePointer<Float>
+    let pastMinima: UnsafeMutablePointer<Float>
+    let minimumWindows = 8
+    let minimumWindowFrames: Int
+    var minimumFrame = 0
+    var minimumSlot = 0
+    let powerSmoothing: Float
+    let minimumBias: Float
     let appliedGain: UnsafeMutablePointer<Float>
     /// Bin range where speech probability is metered and the frame's speech presence is judged.
     let speechLow: Int
@@ -77,7 +93,7 @@ public struct NoiseSuppressor: ~Copyable {
     /// measure what a mask does to the speech and the noise of a mixture separately.
     var maskOverride: UnsafeMutablePointer<Float>? = nil
     /// How much of a neighbouring bin's gain a bin takes at least (see `computeGain`).
-    var maskSpread: Float = 0.5
+    var maskSpread: Float = 0.25
 
     // Per-frame smoothing constants (from time constants, so every rate behaves alike).
     let presenceSmoothing: Float
@@ -157,6 +173,9 @@ public struct NoiseSuppressor: ~Copyable {
         bandAverage = buffer(bins)
         presence = buffer(bins)
         gain = buffer(bins, 1)
+        smoothedPower = buffer(bins)
+        windowMinimum = buffer(bins, .greatestFiniteMagnitude)
+        pastMinima = buffer(8 * bins, .greatestFiniteMagnitude)
         appliedGain = buffer(bins, 1)
 
         let binWidth = sampleRate / Double(n)
@@ -168,11 +187,18 @@ public struct NoiseSuppressor: ~Copyable {
         presenceSmoothing = perFrame(0.9, per: 0.016)
         noiseSmoothing = perFrame(0.8, per: 0.016)
         prioriSmoothing = perFrame(0.7, per: 0.008)
-        decisionDirected = 0.95
-        riseMinimum = Float(1 - LibM.exp(-frameSeconds / 0.010))
+        decisionDirected = 0.9
+        riseMinimum = Float(1 - LibM.exp(-frameSeconds / 0.030))
         mixRate = Float(1 - LibM.exp(-frameSeconds / 0.010))
         meterRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
         warmupFrames = max(1, Int(0.03 / frameSeconds))
+        // Minima over 8 sub-windows spanning about 1.5 s: longer than a word, shorter than a noise change may take.
+        minimumWindowFrames = max(1, Int(1.5 / 8 / frameSeconds))
+        powerSmoothing = Float(LibM.exp(-frameSeconds / 0.05))
+        // The minimum of a smoothed periodogram sits well below the noise's mean (Martin 2001 derives
+        // the factor from its variance); 4 holds for this smoothing and frame overlap: on stationary
+        // noise the ceiling stays above the tracker's estimate and leaves it alone.
+        minimumBias = 4
         set(values)
         mix = enabled ? 1 : 0
     }
@@ -198,6 +224,9 @@ public struct NoiseSuppressor: ~Copyable {
         bandAverage.deallocate()
         presence.deallocate()
         gain.deallocate()
+        smoothedPower.deallocate()
+        windowMinimum.deallocate()
+        pastMinima.deallocate()
         appliedGain.deallocate()
     }
 
@@ -217,6 +246,11 @@ public struct NoiseSuppressor: ~Copyable {
         cleanPower.update(repeating: 0, count: bins)
         prioriAverage.update(repeating: 0, count: bins)
         gain.update(repeating: 1, count: bins)
+        smoothedPower.update(repeating: 0, count: bins)
+        windowMinimum.update(repeating: .greatestFiniteMagnitude, count: bins)
+        pastMinima.update(repeating: .greatestFiniteMagnitude, count: minimumWindows * bins)
+        minimumFrame = 0
+        minimumSlot = 0
         appliedGain.update(repeating: 1, count: bins)
         fill = 0
         framesSinceReset = 0
@@ -354,10 +388,49 @@ public struct NoiseSuppressor: ~Copyable {
                 noise[k] = max(alphaN * lambda + (1 - alphaN) * expected, floorPower)
             }
         }
+        trackMinimum()
         var total: Float = 0
         for k in 1..<(bins - 1) { total += noise[k] }
         total = 2 * total + noise[0] + noise[bins - 1]
         noiseFloorDB = 10 * 0.30103 * FastMath.log2(max(total * powerNormalization, 1e-14))
+    }
+
+    /// The ceiling: the noise estimate never exceeds the bias-compensated minimum of the smoothed
+    /// power over the last 1.5 s, so speech that lasts (a vowel held, a talker without pauses)
+    /// cannot be taken for noise; noise that rises lifts the minimum within that span.
+    @inline(__always) mutating func trackMinimum() {
+        let alpha = powerSmoothing
+        let bias = minimumBias
+        var overall = pastMinima
+        if framesSinceReset < warmupFrames {
+            for k in 0..<bins {
+                smoothedPower[k] = noise[k]
+                windowMinimum[k] = noise[k]
+            }
+            return
+        }
+        for k in 0..<bins {
+            let smoothed = alpha * smoothedPower[k] + (1 - alpha) * power[k]
+            smoothedPower[k] = smoothed
+            windowMinimum[k] = min(windowMinimum[k], smoothed)
+        }
+        // The ceiling over past sub-windows and the current one.
+        for k in 0..<bins { bandAverage[k] = windowMinimum[k] }
+        for w in 0..<minimumWindows {
+            overall = pastMinima + w * bins
+            for k in 0..<bins { bandAverage[k] = min(bandAverage[k], overall[k]) }
+        }
+        for k in 0..<bins { noise[k] = max(min(noise[k], bias * bandAverage[k]), 1e-12) }
+        minimumFrame += 1
+        if minimumFrame >= minimumWindowFrames {
+            minimumFrame = 0
+            let slot = pastMinima + minimumSlot * bins
+            for k in 0..<bins {
+                slot[k] = windowMinimum[k]
+                windowMinimum[k] = smoothedPower[k]
+            }
+            minimumSlot = minimumSlot + 1 == minimumWindows ? 0 : minimumSlot + 1
+        }
     }
 
     /// Steps 2 and 3: the OM-LSA gain with decision-directed a-priori SNR, smoothed against musical noise.
@@ -402,6 +475,7 @@ public struct NoiseSuppressor: ~Copyable {
 
         let floorLog2 = FastMath.log2(floorGain)
         let floor = floorGain
+        let qMax: Float = 0.95
         let rise = riseMinimum
         let strength = mix
         for k in 0..<bins {
@@ -414,14 +488,15 @@ public struct NoiseSuppressor: ~Copyable {
             let lsa = second.gain, expMinusV = second.expMinusV
             cleanPower[k] = lsa * lsa * power[k]
             // Speech presence probability given this frame.
-            let q = min(absence[k], 0.95)
+            let q = min(absence[k], qMax)
             let p = 1 / (1 + q / (1 - q) * (1 + xi) * expMinusV)
             presence[k] = p
             // OM-LSA: G = G_LSA^p · G_min^(1-p), never below G_min.
             let combined = max(FastMath.exp2(p * FastMath.log2(max(lsa, 1e-6)) + (1 - p) * floorLog2), floor)
-            // Gains rise at once where speech is likely, slowly where it is not (musical noise).
+            // Gains rise at once where speech is likely (by the smoothed SNR, not by this frame alone),
+            // slowly where it is not: isolated noise peaks fade in and out before they are heard.
             let previous = gain[k]
-            let step = combined > previous ? rise + (1 - rise) * p : 1
+            let step = combined > previous ? rise + (1 - rise) * (1 - q) : 1
             let smoothed = previous + step * (combined - previous)
             gain[k] = smoothed
         }

@@ -142,6 +142,7 @@ def main():
     parser.add_argument("--cache", default=os.path.join(root, ".build/eval-cache"))
     parser.add_argument("--utterances", type=int, default=2, help="clips per noise and SNR")
     parser.add_argument("--only", default="", help="comma-separated method names to run (default: all)")
+    parser.add_argument("--controls", default="", help="extra hear controls, e.g. ns.reduction=30,ns.sensitivity=60")
     parser.add_argument("--output", default=os.path.join(root, ".build/eval-results.md"))
     args = parser.parse_args()
 
@@ -151,7 +152,9 @@ def main():
           f"({sum(len(c['noisy']) for c in clips) / corpus.RATE:.0f} s of noisy speech)", file=sys.stderr)
 
     # hear with only its suppressor shaping the sound (EQ and compressor off; the limiter stays, idle below its ceiling).
-    hear = methods.Hear(args.plugin, args.bench, {"eq.enable": 0, "comp.enable": 0})
+    controls = {"eq.enable": 0, "comp.enable": 0}
+    controls.update(dict(item.split("=") for item in args.controls.split(",") if item))
+    hear = methods.Hear(args.plugin, args.bench, controls)
     candidates = [hear, methods.RNNoise(), methods.WebRTC(), methods.Speex(), methods.DeepFilterNet()]
     if args.only:
         keep = set(args.only.split(","))
