@@ -72,6 +72,7 @@ public struct NoiseSuppressor: ~Copyable {
     let smoothedPower: UnsafeMutablePointer<Float>
     let windowMinimum: UnsafeMutablePointer<Float>
     let pastMinima: UnsafeMutablePointer<Float>
+    let pastMinimum: UnsafeMutablePointer<Float>
     let minimumWindows = 8
     let minimumWindowFrames: Int
     var minimumFrame = 0
@@ -178,6 +179,7 @@ public struct NoiseSuppressor: ~Copyable {
         smoothedPower = buffer(bins)
         windowMinimum = buffer(bins, .greatestFiniteMagnitude)
         pastMinima = buffer(8 * bins, .greatestFiniteMagnitude)
+        pastMinimum = buffer(bins, .greatestFiniteMagnitude)
         appliedGain = buffer(bins, 1)
 
         let binWidth = sampleRate / Double(n)
@@ -229,6 +231,7 @@ public struct NoiseSuppressor: ~Copyable {
         smoothedPower.deallocate()
         windowMinimum.deallocate()
         pastMinima.deallocate()
+        pastMinimum.deallocate()
         appliedGain.deallocate()
     }
 
@@ -251,6 +254,7 @@ public struct NoiseSuppressor: ~Copyable {
         smoothedPower.update(repeating: 0, count: bins)
         windowMinimum.update(repeating: .greatestFiniteMagnitude, count: bins)
         pastMinima.update(repeating: .greatestFiniteMagnitude, count: minimumWindows * bins)
+        pastMinimum.update(repeating: .greatestFiniteMagnitude, count: bins)
         minimumFrame = 0
         minimumSlot = 0
         appliedGain.update(repeating: 1, count: bins)
@@ -404,7 +408,6 @@ public struct NoiseSuppressor: ~Copyable {
     @inline(__always) mutating func trackMinimum() {
         let alpha = powerSmoothing
         let bias = minimumBias
-        var overall = pastMinima
         if framesSinceReset < warmupFrames {
             for k in 0..<bins {
                 smoothedPower[k] = noise[k]
@@ -412,18 +415,15 @@ public struct NoiseSuppressor: ~Copyable {
             }
             return
         }
+        // The ceiling: the minimum over the past sub-windows (kept up to date when one completes)
+        // and the current one.
         for k in 0..<bins {
             let smoothed = alpha * smoothedPower[k] + (1 - alpha) * power[k]
             smoothedPower[k] = smoothed
-            windowMinimum[k] = min(windowMinimum[k], smoothed)
+            let current = min(windowMinimum[k], smoothed)
+            windowMinimum[k] = current
+            noise[k] = max(min(noise[k], bias * min(current, pastMinimum[k])), 1e-12)
         }
-        // The ceiling over past sub-windows and the current one.
-        for k in 0..<bins { bandAverage[k] = windowMinimum[k] }
-        for w in 0..<minimumWindows {
-            overall = pastMinima + w * bins
-            for k in 0..<bins { bandAverage[k] = min(bandAverage[k], overall[k]) }
-        }
-        for k in 0..<bins { noise[k] = max(min(noise[k], bias * bandAverage[k]), 1e-12) }
         minimumFrame += 1
         if minimumFrame >= minimumWindowFrames {
             minimumFrame = 0
@@ -433,6 +433,11 @@ public struct NoiseSuppressor: ~Copyable {
                 windowMinimum[k] = smoothedPower[k]
             }
             minimumSlot = minimumSlot + 1 == minimumWindows ? 0 : minimumSlot + 1
+            for k in 0..<bins { pastMinimum[k] = pastMinima[k] }
+            for w in 1..<minimumWindows {
+                let past = pastMinima + w * bins
+                for k in 0..<bins { pastMinimum[k] = min(pastMinimum[k], past[k]) }
+            }
         }
     }
 
