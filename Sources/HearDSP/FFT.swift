@@ -87,16 +87,21 @@ public struct RealFFT: ~Copyable {
         imaginary[0] = 0
         real[h] = workReal[0] - workImaginary[0]
         imaginary[h] = 0
-        for k in 1..<h {
+        // Bins k and h - k from the same pair Z[k], Z[h-k]: X[h-k] = conj(E - W^k O).
+        var k = 1
+        while k <= h / 2 {
             let zr = workReal[k], zi = workImaginary[k]
             let cr = workReal[h - k], ci = -workImaginary[h - k]  // conj(Z[h-k])
             let er = 0.5 * (zr + cr), ei = 0.5 * (zi + ci)
             // O = (Z[k] - conj Z[h-k]) / 2i
-            let dr = 0.5 * (zr - cr), di = 0.5 * (zi - ci)
-            let or = di, oi = -dr
+            let or = 0.5 * (zi - ci), oi = -0.5 * (zr - cr)
             let wr = splitCos[k], wi = splitSin[k]
-            real[k] = er + wr * or - wi * oi
-            imaginary[k] = ei + wr * oi + wi * or
+            let tr = wr * or - wi * oi, ti = wr * oi + wi * or
+            real[k] = er + tr
+            imaginary[k] = ei + ti
+            real[h - k] = er - tr
+            imaginary[h - k] = -(ei - ti)
+            k += 1
         }
     }
 
@@ -106,17 +111,26 @@ public struct RealFFT: ~Copyable {
         let h = half
         // E[k] = (X[k] + conj X[h-k]) / 2, O[k] = (X[k] - conj X[h-k]) / 2 · W^-k, Z = E + i O.
         // The inverse transform is run as a forward one on conj(Z), conjugated back at the end.
-        for k in 0..<h {
+        // Z[h-k] = conj(E[k]) + i conj(O[k]): each pass of the loop fills two points.
+        do {
+            let er = 0.5 * (real[0] + real[h]), or = 0.5 * (real[0] - real[h])
+            workReal[0] = er
+            workImaginary[0] = -or  // conj(Z[0]), Z[0] = E + iO with E, O real
+        }
+        var k = 1
+        while k <= h / 2 {
             let xr = real[k], xi = imaginary[k]
             let cr = real[h - k], ci = -imaginary[h - k]
             let er = 0.5 * (xr + cr), ei = 0.5 * (xi + ci)
             let dr = 0.5 * (xr - cr), di = 0.5 * (xi - ci)
             let wr = splitCos[k], wi = -splitSin[k]  // W^-k
             let or = dr * wr - di * wi, oi = dr * wi + di * wr
-            let zr = er - oi, zi = ei + or
-            let j = bitReversed[k]
-            workReal[j] = zr
-            workImaginary[j] = -zi
+            let j = bitReversed[k], m = bitReversed[h - k]
+            workReal[j] = er - oi
+            workImaginary[j] = -(ei + or)
+            workReal[m] = er + oi
+            workImaginary[m] = -(or - ei)
+            k += 1
         }
         transform()
         let scale = 1 / Float(h)
