@@ -76,12 +76,27 @@ public struct RealFFT: ~Copyable {
     @_noLocks public func forward(_ input: UnsafePointer<Float>, real: UnsafeMutablePointer<Float>,
                                   imaginary: UnsafeMutablePointer<Float>) {
         let h = half
-        for i in 0..<h {
-            let j = bitReversed[i]
-            workReal[j] = input[2 * i]
-            workImaginary[j] = input[2 * i + 1]
+        if h >= 4 {
+            // The first radix-4 pass reads the input where bit reversal would have put it: positions
+            // s...s+3 (s a multiple of 4) hold z[r], z[r + h/2], z[r + h/4], z[r + 3h/4], r = rev(s).
+            let quarter = h / 4
+            var s = 0
+            while s < h {
+                let r = bitReversed[s]
+                let p0 = input + 2 * r, p1 = input + 2 * (r + 2 * quarter)
+                let p2 = input + 2 * (r + quarter), p3 = input + 2 * (r + 3 * quarter)
+                butterfly4(s, p0[0], p0[1], p1[0], p1[1], p2[0], p2[1], p3[0], p3[1])
+                s += 4
+            }
+            laterStages()
+        } else {
+            for i in 0..<h {
+                let j = bitReversed[i]
+                workReal[j] = input[2 * i]
+                workImaginary[j] = input[2 * i + 1]
+            }
+            transform()
         }
-        transform()
         // Z[k] = E[k] + i O[k]; X[k] = E[k] + W^k O[k] with E, O the even and odd samples' spectra.
         real[0] = workReal[0] + workImaginary[0]
         imaginary[0] = 0
@@ -148,15 +163,7 @@ public struct RealFFT: ~Copyable {
         if h >= 4 {
             var s = 0
             while s < h {
-                let a0r = re[s] + re[s + 1], a0i = im[s] + im[s + 1]
-                let a1r = re[s] - re[s + 1], a1i = im[s] - im[s + 1]
-                let b0r = re[s + 2] + re[s + 3], b0i = im[s + 2] + im[s + 3]
-                let b1r = re[s + 2] - re[s + 3], b1i = im[s + 2] - im[s + 3]
-                re[s] = a0r + b0r; im[s] = a0i + b0i
-                re[s + 2] = a0r - b0r; im[s + 2] = a0i - b0i
-                // b1 · (-i) = (b1i, -b1r)
-                re[s + 1] = a1r + b1i; im[s + 1] = a1i - b1r
-                re[s + 3] = a1r - b1i; im[s + 3] = a1i + b1r
+                butterfly4(s, re[s], im[s], re[s + 1], im[s + 1], re[s + 2], im[s + 2], re[s + 3], im[s + 3])
                 s += 4
             }
         } else if h == 2 {
@@ -167,6 +174,28 @@ public struct RealFFT: ~Copyable {
         } else {
             return
         }
+        laterStages()
+    }
+
+    /// Stages of length 2 and 4 on four points in bit-reversed order, written to s...s+3.
+    @inline(__always) func butterfly4(_ s: Int, _ x0r: Float, _ x0i: Float, _ x1r: Float, _ x1i: Float,
+                                      _ x2r: Float, _ x2i: Float, _ x3r: Float, _ x3i: Float) {
+        let re = workReal, im = workImaginary
+        let a0r = x0r + x1r, a0i = x0i + x1i
+        let a1r = x0r - x1r, a1i = x0i - x1i
+        let b0r = x2r + x3r, b0i = x2i + x3i
+        let b1r = x2r - x3r, b1i = x2i - x3i
+        re[s] = a0r + b0r; im[s] = a0i + b0i
+        re[s + 2] = a0r - b0r; im[s + 2] = a0i - b0i
+        // b1 · (-i) = (b1i, -b1r)
+        re[s + 1] = a1r + b1i; im[s + 1] = a1i - b1r
+        re[s + 3] = a1r - b1i; im[s + 3] = a1i + b1r
+    }
+
+    /// Stages of length 8 and up, in place on the work arrays.
+    @inline(__always) func laterStages() {
+        let h = half
+        let re = workReal, im = workImaginary
         var length = 8
         var offset = 3  // twiddles of lengths 2 and 4 come first (1 + 2 entries)
         // Two radix-2 stages (lengths L and 2L) per pass while both remain: half the passes over memory.
