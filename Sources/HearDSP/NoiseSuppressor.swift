@@ -89,7 +89,7 @@ public struct NoiseSuppressor: ~Copyable {
     var fill = 0
     var framesSinceReset = 0
     /// Statistics and gains are updated once per group of frames, from the group's mean power:
-    /// every frame (1) sounds a little cleaner but leaves more musical noise and costs a third more.
+    /// every frame (1) keeps a little more speech but leaves more musical noise and costs more.
     let group = 2
     var groupPosition = 0
     /// Tests only: apply this mask (another instance's `appliedGain`) instead of computing one, to
