@@ -219,6 +219,40 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
         #expect(worst < 1e-5)
     }
 
+    /// Switching off and on again glides: a steady tone (which the suppressor learns as noise and
+    /// lowers) never steps from one sample to the next by more than the tone itself does.
+    @Test func switchingIsClickFree() {
+        let rate = 48000.0
+        let count = Int(rate * 6)
+        let input = (0..<count).map { Float(0.3 * LibM.sin(2 * Double.pi * 200 * Double($0) / rate)) }
+        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
+        var output = input
+        var off = ParameterValues()
+        off[.nsEnable] = 0
+        output.withUnsafeMutableBufferPointer { buffer in
+            var done = 0
+            while done < count {
+                let n = min(480, count - done)
+                if done == Int(rate * 3) { suppressor.set(off) }
+                if done == Int(rate * 4.5) { suppressor.set(ParameterValues()) }
+                suppressor.process(buffer.baseAddress! + done, nil, count: n)
+                done += n
+            }
+        }
+        var steepest: Float = 0, inputSteepest: Float = 0
+        for i in Int(rate * 0.1)..<count {
+            steepest = max(steepest, abs(output[i] - output[i - 1]))
+            inputSteepest = max(inputSteepest, abs(input[i] - input[i - 1]))
+        }
+        #expect(steepest <= inputSteepest * 1.02, "largest step \(steepest) against the tone's \(inputSteepest)")
+        // The tone was lowered before the switch and is back at full level while off.
+        let latency = suppressor.latency
+        let before = meanSquare(output[(Int(rate * 2.5) + latency)..<(Int(rate * 3) + latency)])
+        let whileOff = meanSquare(output[(Int(rate * 4) + latency)..<(Int(rate * 4.5) + latency)])
+        #expect(decibels(whileOff / before) > 6)
+        #expect(abs(decibels(whileOff / meanSquare(input[Int(rate * 4)..<Int(rate * 4.5)]))) < 0.1)
+    }
+
     /// Noise alone: attenuated by `ns.reduction` (within 3 dB) after the first two seconds.
     @Test(arguments: [10.0, 20])
     func noiseOnlyReachesReduction(reduction: Double) {
