@@ -134,6 +134,11 @@ struct Instance: ~Copyable {
         block.pointee.meterFrames.store(UInt64(truncatingIfNeeded: meters.frames * chain.channels), ordering: .relaxed)
         block.pointee.compressorReduction.store(meters.compressorReductionDB.bitPattern, ordering: .relaxed)
         block.pointee.limiterReduction.store(meters.limiterReductionDB.bitPattern, ordering: .relaxed)
+        // The suppressor's estimates mean something only while it runs; NaN reads as "none".
+        let suppressing = chain.values[.nsEnable] != 0
+        block.pointee.noiseFloor.store((suppressing ? meters.noiseFloorDB : .nan).bitPattern, ordering: .relaxed)
+        block.pointee.speechProbability.store((suppressing ? meters.speechProbability : .nan).bitPattern,
+                                              ordering: .relaxed)
         block.pointee.meterAnswer.store(request, ordering: .releasing)
         chain.meters = Meters()
     }
