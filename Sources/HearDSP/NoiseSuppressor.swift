@@ -300,6 +300,11 @@ public struct NoiseSuppressor: ~Copyable {
     @inline(__always) mutating func processFrame(stereo: Bool) {
         let n = frameLength, m = hop
         let channelCount = stereo ? 2 : 1
+        // Switched off and faded out: no analysis at all, so an unused suppressor costs only the
+        // delay line. Its statistics pick up again where they were when it is switched back on.
+        let idle = mix == 0 && !enabled
+        var last = false
+        if !idle {
         for c in 0..<channelCount {
             let samples = input + c * n
             for i in 0..<n { frame[i] = samples[i] * analysisWindow[i] }
@@ -310,7 +315,7 @@ public struct NoiseSuppressor: ~Copyable {
         // variance; both frames apply the mask.
         let position = groupPosition
         groupPosition = position + 1 == group ? 0 : position + 1
-        let last = groupPosition == 0
+        last = groupPosition == 0
         let weight: Float = 1 / Float(position + 1)
         let keep: Float = 1 - weight
         if stereo {
@@ -332,6 +337,7 @@ public struct NoiseSuppressor: ~Copyable {
             let target: Float = enabled ? 1 : 0
             mix += mixRate * (target - mix)
             if abs(target - mix) < 1e-4 { mix = target }
+        }
         }
 
         if mix == 0 {
