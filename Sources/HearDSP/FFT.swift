@@ -21,6 +21,9 @@ public struct RealFFT: ~Copyable {
     let bitReversed: UnsafeMutablePointer<Int>
     let workReal: UnsafeMutablePointer<Float>
     let workImaginary: UnsafeMutablePointer<Float>
+    /// The inverse's input to the complex transform, in natural order.
+    let scratchReal: UnsafeMutablePointer<Float>
+    let scratchImaginary: UnsafeMutablePointer<Float>
 
     /// `size` is rounded up to a power of two (at least 4).
     public init(size requested: Int) {
@@ -60,6 +63,10 @@ public struct RealFFT: ~Copyable {
         workImaginary = .allocate(capacity: half)
         workReal.initialize(repeating: 0, count: half)
         workImaginary.initialize(repeating: 0, count: half)
+        scratchReal = .allocate(capacity: half)
+        scratchImaginary = .allocate(capacity: half)
+        scratchReal.initialize(repeating: 0, count: half)
+        scratchImaginary.initialize(repeating: 0, count: half)
     }
 
     deinit {
@@ -70,6 +77,8 @@ public struct RealFFT: ~Copyable {
         bitReversed.deallocate()
         workReal.deallocate()
         workImaginary.deallocate()
+        scratchReal.deallocate()
+        scratchImaginary.deallocate()
     }
 
     /// Spectrum bins 0...size/2 of `input` (size samples), unnormalized: X[k] = Σ x[n] e^(-2πikn/N).
@@ -79,15 +88,7 @@ public struct RealFFT: ~Copyable {
         if h >= 4 {
             // The first radix-4 pass reads the input where bit reversal would have put it: positions
             // s...s+3 (s a multiple of 4) hold z[r], z[r + h/2], z[r + h/4], z[r + 3h/4], r = rev(s).
-            let quarter = h / 4
-            var s = 0
-            while s < h {
-                let r = bitReversed[s]
-                let p0 = input + 2 * r, p1 = input + 2 * (r + 2 * quarter)
-                let p2 = input + 2 * (r + quarter), p3 = input + 2 * (r + 3 * quarter)
-                butterfly4(s, p0[0], p0[1], p1[0], p1[1], p2[0], p2[1], p3[0], p3[1])
-                s += 4
-            }
+            firstPass(real: input, imaginary: input + 1, stride: 2)
             laterStages()
         } else {
             for i in 0..<h {
@@ -103,7 +104,21 @@ public struct RealFFT: ~Copyable {
         real[h] = workReal[0] - workImaginary[0]
         imaginary[h] = 0
         // Bins k and h - k from the same pair Z[k], Z[h-k]: X[h-k] = conj(E - W^k O).
+        // Four pairs at once: k...k+3 read forward, h-k-3...h-k read and written as one reversed vector.
         var k = 1
+        while k + 3 <= h / 2 {
+            let zr = load4(workReal + k), zi = load4(workImaginary + k)
+            let cr = reversed4(workReal + (h - k - 3)), ci = -reversed4(workImaginary + (h - k - 3))
+            let er = 0.5 * (zr + cr), ei = 0.5 * (zi + ci)
+            let or = 0.5 * (zi - ci), oi = -0.5 * (zr - cr)
+            let wr = load4(splitCos + k), wi = load4(splitSin + k)
+            let tr = wr * or - wi * oi, ti = wr * oi + wi * or
+            store4(real + k, er + tr)
+            store4(imaginary + k, ei + ti)
+            storeReversed4(real + (h - k - 3), er - tr)
+            storeReversed4(imaginary + (h - k - 3), -(ei - ti))
+            k += 4
+        }
         while k <= h / 2 {
             let zr = workReal[k], zi = workImaginary[k]
             let cr = workReal[h - k], ci = -workImaginary[h - k]  // conj(Z[h-k])
@@ -133,6 +148,34 @@ public struct RealFFT: ~Copyable {
             workImaginary[0] = -or  // conj(Z[0]), Z[0] = E + iO with E, O real
         }
         var k = 1
+        if h >= 8 {
+            // conj(Z) in natural order, four pairs at a time; the first pass then reads it where bit
+            // reversal would have put it, as `forward` reads its input.
+            let zr = scratchReal, zi = scratchImaginary
+            zr[0] = workReal[0]
+            zi[0] = workImaginary[0]
+            while k + 3 <= h / 2 {
+                let xr = load4(real + k), xi = load4(imaginary + k)
+                let cr = reversed4(real + (h - k - 3)), ci = -reversed4(imaginary + (h - k - 3))
+                let er = 0.5 * (xr + cr), ei = 0.5 * (xi + ci)
+                let dr = 0.5 * (xr - cr), di = 0.5 * (xi - ci)
+                let wr = load4(splitCos + k), wi = -load4(splitSin + k)  // W^-k
+                let or = dr * wr - di * wi, oi = dr * wi + di * wr
+                store4(zr + k, er - oi)
+                store4(zi + k, -(ei + or))
+                storeReversed4(zr + (h - k - 3), er + oi)
+                storeReversed4(zi + (h - k - 3), -(or - ei))
+                k += 4
+            }
+            firstPass(real: UnsafePointer(zr), imaginary: UnsafePointer(zi), stride: 1)
+            laterStages()
+            let scale = 1 / Float(h)
+            for i in 0..<h {
+                output[2 * i] = workReal[i] * scale
+                output[2 * i + 1] = -workImaginary[i] * scale
+            }
+            return
+        }
         while k <= h / 2 {
             let xr = real[k], xi = imaginary[k]
             let cr = real[h - k], ci = -imaginary[h - k]
@@ -177,6 +220,22 @@ public struct RealFFT: ~Copyable {
         laterStages()
     }
 
+    /// Lengths 2 and 4 in one pass, read where bit reversal would have put the points: positions
+    /// s...s+3 (s a multiple of 4) hold z[r], z[r + h/2], z[r + h/4], z[r + 3h/4], r = rev(s).
+    /// Point i is (real[i · stride], imaginary[i · stride]). Needs half >= 4.
+    @inline(__always) func firstPass(real: UnsafePointer<Float>, imaginary: UnsafePointer<Float>, stride: Int) {
+        let h = half
+        let quarter = h / 4
+        var s = 0
+        while s < h {
+            let r = bitReversed[s]
+            let i0 = stride * r, i1 = stride * (r + 2 * quarter)
+            let i2 = stride * (r + quarter), i3 = stride * (r + 3 * quarter)
+            butterfly4(s, real[i0], imaginary[i0], real[i1], imaginary[i1], real[i2], imaginary[i2], real[i3], imaginary[i3])
+            s += 4
+        }
+    }
+
     /// Stages of length 2 and 4 on four points in bit-reversed order, written to s...s+3.
     @inline(__always) func butterfly4(_ s: Int, _ x0r: Float, _ x0i: Float, _ x1r: Float, _ x1i: Float,
                                       _ x2r: Float, _ x2i: Float, _ x3r: Float, _ x3i: Float) {
@@ -209,24 +268,31 @@ public struct RealFFT: ~Copyable {
                 let r1 = r0 + halfLength, i1 = i0 + halfLength
                 let r2 = r0 + length, i2 = i0 + length
                 let r3 = r2 + halfLength, i3 = i2 + halfLength
-                for j in 0..<halfLength {
+                // Four butterflies at once (halfLength is a multiple of 4 from length 8 on).
+                var j = 0
+                while j < halfLength {
                     // Stage L: (a0, a1) and (a2, a3) with W_L^j.
-                    let c1 = w1r[j], s1 = w1i[j]
-                    let t1r = r1[j] * c1 - i1[j] * s1, t1i = r1[j] * s1 + i1[j] * c1
-                    let t3r = r3[j] * c1 - i3[j] * s1, t3i = r3[j] * s1 + i3[j] * c1
-                    let b0r = r0[j] + t1r, b0i = i0[j] + t1i
-                    let b1r = r0[j] - t1r, b1i = i0[j] - t1i
-                    let b2r = r2[j] + t3r, b2i = i2[j] + t3i
-                    let b3r = r2[j] - t3r, b3i = i2[j] - t3i
+                    let c1 = load4(w1r + j), s1 = load4(w1i + j)
+                    let x1r = load4(r1 + j), x1i = load4(i1 + j)
+                    let x3r = load4(r3 + j), x3i = load4(i3 + j)
+                    let x0r = load4(r0 + j), x0i = load4(i0 + j)
+                    let x2r = load4(r2 + j), x2i = load4(i2 + j)
+                    let t1r = x1r * c1 - x1i * s1, t1i = x1r * s1 + x1i * c1
+                    let t3r = x3r * c1 - x3i * s1, t3i = x3r * s1 + x3i * c1
+                    let b0r = x0r + t1r, b0i = x0i + t1i
+                    let b1r = x0r - t1r, b1i = x0i - t1i
+                    let b2r = x2r + t3r, b2i = x2i + t3i
+                    let b3r = x2r - t3r, b3i = x2i - t3i
                     // Stage 2L: (b0, b2) with W_2L^j, (b1, b3) with W_2L^(j + L/2) = -i · W_2L^j.
-                    let c2 = w2r[j], s2 = w2i[j]
+                    let c2 = load4(w2r + j), s2 = load4(w2i + j)
                     let u2r = b2r * c2 - b2i * s2, u2i = b2r * s2 + b2i * c2
                     let v3r = b3r * c2 - b3i * s2, v3i = b3r * s2 + b3i * c2
                     // -i · v3 = (v3i, -v3r)
-                    r0[j] = b0r + u2r; i0[j] = b0i + u2i
-                    r2[j] = b0r - u2r; i2[j] = b0i - u2i
-                    r1[j] = b1r + v3i; i1[j] = b1i - v3r
-                    r3[j] = b1r - v3i; i3[j] = b1i + v3r
+                    store4(r0 + j, b0r + u2r); store4(i0 + j, b0i + u2i)
+                    store4(r2 + j, b0r - u2r); store4(i2 + j, b0i - u2i)
+                    store4(r1 + j, b1r + v3i); store4(i1 + j, b1i - v3r)
+                    store4(r3 + j, b1r - v3i); store4(i3 + j, b1i + v3r)
+                    j += 4
                 }
                 s += 2 * length
             }
@@ -240,12 +306,16 @@ public struct RealFFT: ~Copyable {
             while s < h {
                 let ar = re + s, ai = im + s
                 let br = re + s + halfLength, bi = im + s + halfLength
-                for j in 0..<halfLength {
-                    let tr = br[j] * wr[j] - bi[j] * wi[j]
-                    let ti = br[j] * wi[j] + bi[j] * wr[j]
-                    let ur = ar[j], ui = ai[j]
-                    ar[j] = ur + tr; ai[j] = ui + ti
-                    br[j] = ur - tr; bi[j] = ui - ti
+                var j = 0
+                while j < halfLength {
+                    let cr = load4(wr + j), ci = load4(wi + j)
+                    let yr = load4(br + j), yi = load4(bi + j)
+                    let tr = yr * cr - yi * ci
+                    let ti = yr * ci + yi * cr
+                    let ur = load4(ar + j), ui = load4(ai + j)
+                    store4(ar + j, ur + tr); store4(ai + j, ui + ti)
+                    store4(br + j, ur - tr); store4(bi + j, ui - ti)
+                    j += 4
                 }
                 s += length
             }
@@ -253,4 +323,16 @@ public struct RealFFT: ~Copyable {
             length *= 2
         }
     }
+}
+
+@inline(__always) func load4(_ p: UnsafeMutablePointer<Float>) -> SIMD4<Float> { SIMD4(p[0], p[1], p[2], p[3]) }
+@inline(__always) func load4(_ p: UnsafePointer<Float>) -> SIMD4<Float> { SIMD4(p[0], p[1], p[2], p[3]) }
+/// p[3], p[2], p[1], p[0].
+@inline(__always) func reversed4(_ p: UnsafeMutablePointer<Float>) -> SIMD4<Float> { SIMD4(p[3], p[2], p[1], p[0]) }
+@inline(__always) func reversed4(_ p: UnsafePointer<Float>) -> SIMD4<Float> { SIMD4(p[3], p[2], p[1], p[0]) }
+@inline(__always) func storeReversed4(_ p: UnsafeMutablePointer<Float>, _ v: SIMD4<Float>) {
+    p[0] = v[3]; p[1] = v[2]; p[2] = v[1]; p[3] = v[0]
+}
+@inline(__always) func store4(_ p: UnsafeMutablePointer<Float>, _ v: SIMD4<Float>) {
+    p[0] = v[0]; p[1] = v[1]; p[2] = v[2]; p[3] = v[3]
 }
