@@ -136,8 +136,9 @@ public struct RealFFT: ~Copyable {
     }
 
     /// The inverse of `forward`, scaled so that inverse(forward(x)) == x. Reads bins 0...size/2.
+    /// Writes output[first..<size] only (`first` even): the suppressor keeps only a frame's tail.
     @_noLocks public func inverse(real: UnsafePointer<Float>, imaginary: UnsafePointer<Float>,
-                                  output: UnsafeMutablePointer<Float>) {
+                                  output: UnsafeMutablePointer<Float>, first: Int = 0) {
         let h = half
         // E[k] = (X[k] + conj X[h-k]) / 2, O[k] = (X[k] - conj X[h-k]) / 2 · W^-k, Z = E + i O.
         // The inverse transform is run as a forward one on conj(Z), conjugated back at the end.
@@ -170,7 +171,7 @@ public struct RealFFT: ~Copyable {
             firstPass(real: UnsafePointer(zr), imaginary: UnsafePointer(zi), stride: 1)
             laterStages()
             let scale = 1 / Float(h)
-            for i in 0..<h {
+            for i in (first / 2)..<h {
                 output[2 * i] = workReal[i] * scale
                 output[2 * i + 1] = -workImaginary[i] * scale
             }
@@ -226,6 +227,34 @@ public struct RealFFT: ~Copyable {
     @inline(__always) func firstPass(real: UnsafePointer<Float>, imaginary: UnsafePointer<Float>, stride: Int) {
         let h = half
         let quarter = h / 4
+        if quarter >= 4 {
+            // Four groups at once, taken in the order of r (bit reversal is its own inverse, so
+            // s = rev(r)): the four points of r...r+3 are contiguous vectors, and a 4x4 transpose
+            // turns the butterflies' outputs into each group's four consecutive points.
+            var r = 0
+            while r < quarter {
+                let (x0r, x0i) = load4(real, imaginary, r, stride)
+                let (x1r, x1i) = load4(real, imaginary, r + 2 * quarter, stride)
+                let (x2r, x2i) = load4(real, imaginary, r + quarter, stride)
+                let (x3r, x3i) = load4(real, imaginary, r + 3 * quarter, stride)
+                let a0r = x0r + x1r, a0i = x0i + x1i
+                let a1r = x0r - x1r, a1i = x0i - x1i
+                let b0r = x2r + x3r, b0i = x2i + x3i
+                let b1r = x2r - x3r, b1i = x2i - x3i
+                // b1 · (-i) = (b1i, -b1r)
+                let y0r = a0r + b0r, y0i = a0i + b0i
+                let y1r = a1r + b1i, y1i = a1i - b1r
+                let y2r = a0r - b0r, y2i = a0i - b0i
+                let y3r = a1r - b1i, y3i = a1i + b1r
+                for l in 0..<4 {
+                    let s = bitReversed[r + l]
+                    store4(workReal + s, SIMD4(y0r[l], y1r[l], y2r[l], y3r[l]))
+                    store4(workImaginary + s, SIMD4(y0i[l], y1i[l], y2i[l], y3i[l]))
+                }
+                r += 4
+            }
+            return
+        }
         var s = 0
         while s < h {
             let r = bitReversed[s]
@@ -327,6 +356,15 @@ public struct RealFFT: ~Copyable {
 
 @inline(__always) func load4(_ p: UnsafeMutablePointer<Float>) -> SIMD4<Float> { SIMD4(p[0], p[1], p[2], p[3]) }
 @inline(__always) func load4(_ p: UnsafePointer<Float>) -> SIMD4<Float> { SIMD4(p[0], p[1], p[2], p[3]) }
+/// Points i...i+3 of split (stride 1) or interleaved (stride 2, imaginary = real + 1) arrays.
+@inline(__always) func load4(_ real: UnsafePointer<Float>, _ imaginary: UnsafePointer<Float>, _ i: Int,
+                             _ stride: Int) -> (SIMD4<Float>, SIMD4<Float>) {
+    if stride == 2 {
+        let p = real + 2 * i
+        return (SIMD4(p[0], p[2], p[4], p[6]), SIMD4(p[1], p[3], p[5], p[7]))
+    }
+    return (load4(real + i), load4(imaginary + i))
+}
 /// p[3], p[2], p[1], p[0].
 @inline(__always) func reversed4(_ p: UnsafeMutablePointer<Float>) -> SIMD4<Float> { SIMD4(p[3], p[2], p[1], p[0]) }
 @inline(__always) func reversed4(_ p: UnsafePointer<Float>) -> SIMD4<Float> { SIMD4(p[3], p[2], p[1], p[0]) }

@@ -16,7 +16,9 @@ public enum FastMath {
 
     /// 2^x, within 1e-7 relative (1e-6 dB); x is held in [-125, 126] (NaN counts as -125).
     @inline(__always) public static func exp2(_ x: Float) -> Float {
-        let held: Float = x > -125 ? (x < 126 ? x : 126) : -125
+        // Two selects that become maxps and minps (a NaN fails the first comparison: -125).
+        let low: Float = x > -125 ? x : -125
+        let held: Float = low < 126 ? low : 126
         // Adding 2^23 rounds to an integer held in the low mantissa bits: floor of held + 127
         // (an exact integer may land one below, leaving f = 1, where the polynomial still holds).
         let rounded = (held + 126.5) + 8_388_608

@@ -359,7 +359,7 @@ public struct NoiseSuppressor: ~Copyable {
                     re[k] *= appliedGain[k]
                     im[k] *= appliedGain[k]
                 }
-                fft.inverse(real: re, imaginary: im, output: frame)
+                fft.inverse(real: re, imaginary: im, output: frame, first: n - 2 * m)
                 let tail = frame + (n - 2 * m), acc = accumulator + c * 2 * m
                 for j in 0..<(2 * m) { acc[j] += tail[j] * synthesisWindow[j] }
             }
@@ -472,14 +472,32 @@ public struct NoiseSuppressor: ~Copyable {
         var globalSum: Float = 0
         var globalCount = 0
         for k in 0..<min(bins, globalHalf + 1) { globalSum += prioriAverage[k]; globalCount += 1 }
-        for k in 0..<bins {
-            // Sliding window [k - globalHalf, k + globalHalf].
-            if k > 0 {
-                let entering = k + globalHalf, leaving = k - globalHalf - 1
-                if entering < bins { globalSum += prioriAverage[entering]; globalCount += 1 }
-                if leaving >= 0 { globalSum -= prioriAverage[leaving]; globalCount -= 1 }
-            }
+        // Sliding window [k - globalHalf, k + globalHalf]: the general step only near the edges,
+        // where bins enter or leave alone; in between one enters and one leaves, without branches.
+        bandAverage[0] = globalSum / Float(globalCount)
+        let fullFrom = min(globalHalf + 1, bins), fullTo = max(fullFrom, bins - globalHalf)
+        var k = 1
+        while k < fullFrom {
+            let entering = k + globalHalf, leaving = k - globalHalf - 1
+            if entering < bins { globalSum += prioriAverage[entering]; globalCount += 1 }
+            if leaving >= 0 { globalSum -= prioriAverage[leaving]; globalCount -= 1 }
             bandAverage[k] = globalSum / Float(globalCount)
+            k += 1
+        }
+        let fullCount = Float(2 * globalHalf + 1)
+        while k < fullTo {
+            globalSum += prioriAverage[k + globalHalf]
+            globalSum -= prioriAverage[k - globalHalf - 1]
+            bandAverage[k] = globalSum / fullCount
+            k += 1
+        }
+        // The window is full here (when the middle run ran): its count is 2 · globalHalf + 1.
+        while k < bins {
+            let entering = k + globalHalf, leaving = k - globalHalf - 1
+            if entering < bins { globalSum += prioriAverage[entering]; globalCount += 1 }
+            if leaving >= 0 { globalSum -= prioriAverage[leaving]; globalCount -= 1 }
+            bandAverage[k] = globalSum / Float(globalCount)
+            k += 1
         }
         absence[0] = 1 - Self.presence(prioriAverage[0]) * Self.presence(bandAverage[0]) * framePresence
         absence[bins - 1] = 1 - Self.presence(prioriAverage[bins - 1]) * Self.presence(bandAverage[bins - 1]) * framePresence
@@ -541,11 +559,14 @@ public struct NoiseSuppressor: ~Copyable {
         let ratio = xi / (1 + xi)
         let v = max(ratio * gamma, 1e-6)
         let expMinusV = FastMath.exp(-min(v, 80))
-        let small = ((((0.00107857 * v - 0.00976004) * v + 0.05519968) * v - 0.24991055) * v + 0.99999193) * v
-            - 0.57721566 - FastMath.log2(v) * 0.6931471806
+        // E1 below 1 is the series minus ln v; its exp(-ln v / 2) = 1/sqrt(v) is applied outside the exp2.
+        let series = ((((0.00107857 * v - 0.00976004) * v + 0.05519968) * v - 0.24991055) * v + 0.99999193) * v
+            - 0.57721566
         let large = expMinusV / v * ((v + 2.334733) * v + 0.250621) / ((v + 3.330657) * v + 1.681534)
-        let e1 = v <= 1 ? small : large
-        return (min(ratio * FastMath.exp2(e1 * 0.7213475204), 1), expMinusV)  // exp(E1/2) = 2^(E1 · log2(e) / 2)
+        let small = v <= 1
+        let e1 = small ? series : large
+        let factor = small ? 1 / LibM.sqrt(v) : 1
+        return (min(ratio * factor * FastMath.exp2(e1 * 0.7213475204), 1), expMinusV)  // exp(E1/2) = 2^(E1 · log2(e) / 2)
     }
 
     /// Cohen's mapping of a smoothed a-priori SNR to a presence likelihood: 0 below -10 dB, 1 above -5 dB.
