@@ -246,11 +246,13 @@ public struct RealFFT: ~Copyable {
                 let y1r = a1r + b1i, y1i = a1i - b1r
                 let y2r = a0r - b0r, y2i = a0i - b0i
                 let y3r = a1r - b1i, y3i = a1i + b1r
-                for l in 0..<4 {
-                    let s = bitReversed[r + l]
-                    store4(workReal + s, SIMD4(y0r[l], y1r[l], y2r[l], y3r[l]))
-                    store4(workImaginary + s, SIMD4(y0i[l], y1i[l], y2i[l], y3i[l]))
-                }
+                let (q0r, q1r, q2r, q3r) = transpose4(y0r, y1r, y2r, y3r)
+                let (q0i, q1i, q2i, q3i) = transpose4(y0i, y1i, y2i, y3i)
+                let s0 = bitReversed[r], s1 = bitReversed[r + 1], s2 = bitReversed[r + 2], s3 = bitReversed[r + 3]
+                store4(workReal + s0, q0r); store4(workImaginary + s0, q0i)
+                store4(workReal + s1, q1r); store4(workImaginary + s1, q1i)
+                store4(workReal + s2, q2r); store4(workImaginary + s2, q2i)
+                store4(workReal + s3, q3r); store4(workImaginary + s3, q3i)
                 r += 4
             }
             return
@@ -364,6 +366,14 @@ public struct RealFFT: ~Copyable {
         return (SIMD4(p[0], p[2], p[4], p[6]), SIMD4(p[1], p[3], p[5], p[7]))
     }
     return (load4(real + i), load4(imaginary + i))
+}
+/// Rows to columns, in the unpack/move-halves pattern SSE does in eight shuffles.
+@inline(__always) func transpose4(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>, _ d: SIMD4<Float>)
+    -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+    let t0 = SIMD4(a[0], b[0], a[1], b[1]), t1 = SIMD4(c[0], d[0], c[1], d[1])
+    let t2 = SIMD4(a[2], b[2], a[3], b[3]), t3 = SIMD4(c[2], d[2], c[3], d[3])
+    return (SIMD4(t0[0], t0[1], t1[0], t1[1]), SIMD4(t0[2], t0[3], t1[2], t1[3]),
+            SIMD4(t2[0], t2[1], t3[0], t3[1]), SIMD4(t2[2], t2[3], t3[2], t3[3]))
 }
 /// p[3], p[2], p[1], p[0].
 @inline(__always) func reversed4(_ p: UnsafeMutablePointer<Float>) -> SIMD4<Float> { SIMD4(p[3], p[2], p[1], p[0]) }
