@@ -330,14 +330,11 @@ public struct NoiseSuppressor: ~Copyable {
         }
     }
 
-    @inline(__always) mutating func processFrame(stereo: Bool) {
-        let n = frameLength, m = hop
+    /// Transforms the frame, accumulates its power and, every second frame, updates the statistics
+    /// and the on/off glide. Returns whether this frame completed a statistics group.
+    @inline(__always) mutating func analyze(stereo: Bool) -> Bool {
+        let n = frameLength
         let channelCount = stereo ? 2 : 1
-        // Switched off and faded out: no analysis at all, so an unused suppressor costs only the
-        // delay line. Its statistics pick up again where they were when it is switched back on.
-        let idle = mix == 0 && !enabled
-        var last = false
-        if !idle {
         for c in 0..<channelCount {
             let samples = input + c * inputCapacity + inputStart
             for i in 0..<n { frame[i] = samples[i] * analysisWindow[i] }
@@ -348,7 +345,7 @@ public struct NoiseSuppressor: ~Copyable {
         // variance; both frames apply the mask.
         let position = groupPosition
         groupPosition = position + 1 == group ? 0 : position + 1
-        last = groupPosition == 0
+        let last = groupPosition == 0
         let weight: Float = 1 / Float(position + 1)
         let keep: Float = 1 - weight
         if stereo {
@@ -382,7 +379,15 @@ public struct NoiseSuppressor: ~Copyable {
             mix += mixRate * (target - mix)
             if abs(target - mix) < 1e-4 { mix = target }
         }
-        }
+        return last
+    }
+
+    @inline(__always) mutating func processFrame(stereo: Bool) {
+        let n = frameLength, m = hop
+        let channelCount = stereo ? 2 : 1
+        // Switched off and faded out: no analysis at all, so an unused suppressor costs only the
+        // delay line. Its statistics pick up again where they were when it is switched back on.
+        let last = mix == 0 && !enabled ? false : analyze(stereo: stereo)
 
         if mix == 0 {
             // Off and settled: the frame passes unchanged, so its share of the output is x · Hann.
