@@ -39,13 +39,13 @@ let package = Package(
             dependencies: ["HearControl", "HearDSP", "CPipeWire", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // Test helpers: signals and measurements, and a heap-allocation counter.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["HearDSP"], path: "Tests/TestSupport"),
         .target(name: "CMallocCounter", path: "Tests/CMallocCounter"),
         // A real-time LADSPA host process for the control tests (Tests/HearPluginTests/Control*.swift).
         .executableTarget(name: "hear-testhost", dependencies: ["CLADSPA", "CMallocCounter"], path: "Tests/TestHost"),
         .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "TestSupport"]),
         .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "CLADSPA", "CMallocCounter", "TestSupport"]),
-        .testTarget(name: "HearControlTests", dependencies: ["HearControl", "HearDSP"]),
+        .testTarget(name: "HearControlTests", dependencies: ["HearControl", "HearDSP", "TestSupport"]),
         // The conf.d drop-ins in a real PipeWire and PulseAudio that the tests start and stop themselves.
         .testTarget(name: "IntegrationTests", dependencies: ["HearDSP", "CLADSPA", "TestSupport"]),
     ],

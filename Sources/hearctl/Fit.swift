@@ -56,18 +56,8 @@ enum Delivery {
         }
     }
 
-    /// Amplitude of the `frequency` component, by a least-squares fit of a sine and a cosine.
     static func amplitude(of samples: ArraySlice<Float>, _ frequency: Double, _ rate: Double) -> Double {
-        var ss = 0.0, cc = 0.0, sc = 0.0, xs = 0.0, xc = 0.0
-        for (k, x) in samples.enumerated() {
-            let w = 2 * .pi * frequency * Double(k) / rate
-            let s = sin(w), c = cos(w)
-            ss += s * s; cc += c * c; sc += s * c
-            xs += Double(x) * s; xc += Double(x) * c
-        }
-        let det = ss * cc - sc * sc
-        let a = (xs * cc - xc * sc) / det, b = (xc * ss - xs * sc) / det
-        return max((a * a + b * b).squareRoot(), 1e-30)
+        max(ToneLevel.amplitude(of: samples, frequency: frequency, rate: rate), 1e-30)
     }
 }
 

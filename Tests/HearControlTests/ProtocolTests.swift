@@ -1,6 +1,7 @@
 import HearControl
 import HearDSP
 import Testing
+import TestSupport
 
 @Suite struct RequestCodecTests {
     @Test func requestsRoundTripThroughTheirLines() throws {
@@ -17,7 +18,7 @@ import Testing
     }
 
     @Test func everyParameterValueRoundTripsExactly() throws {
-        var random = SplitMix(seed: 1)
+        var random = SeededRandom(seed: 1)
         for parameter in Parameter.allCases {
             let spec = parameter.spec
             for _ in 0..<200 {
@@ -92,7 +93,7 @@ import Testing
     /// Random bytes: every line is an error (none of them is a valid request by chance), and the
     /// parser neither crashes nor hangs.
     @Test func fuzzedRandomBytesAreAllErrors() {
-        var random = SplitMix(seed: 42)
+        var random = SeededRandom(seed: 42)
         var errors = 0
         for _ in 0..<20_000 {
             let length = Int(random.next() % 300)
@@ -104,7 +105,7 @@ import Testing
 
     /// Mutations of valid requests: whatever parses re-encodes to a line that parses to the same request.
     @Test func fuzzedMutationsNeverYieldNonFiniteOrOutOfRangeValues() {
-        var random = SplitMix(seed: 7)
+        var random = SeededRandom(seed: 7)
         let seeds = ["set gain 6", "set chain=1 comp.ratio 3 gain -2.5", "get gain", "reset chain=2 eq.low.gain", "status"]
         let alphabet = Array("0123456789.-+eEnaifxNAI dB:=chain".utf8)
         for _ in 0..<20_000 {
@@ -232,16 +233,3 @@ import Testing
     }
 }
 
-/// A small seeded generator, so fuzz runs repeat.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-}

@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import HearControl
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct ControlEndToEndTests {
     /// `hearctl set gain 6` moves the running output by 6 dB within 50 ms without a click; `get`
@@ -158,7 +159,7 @@ import Testing
             do {
                 let client = try RawClient(path: path)
                 _ = client.readLine()
-                var generator = SeededGenerator(seed: UInt64(worker + 1))
+                var generator = SeededRandom(seed: UInt64(worker + 1))
                 for _ in 0..<250 {
                     let gain = Float(Int.random(in: -120...120, using: &generator)) / 10
                     let ratio = Float(Int.random(in: 10...160, using: &generator)) / 10
@@ -318,14 +319,3 @@ import Testing
     }
 }
 
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

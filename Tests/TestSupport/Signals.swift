@@ -1,6 +1,7 @@
 // Test signals and measurements shared by the test targets. Deterministic: every generator is seeded.
 
 import Foundation
+import HearDSP
 
 /// SplitMix64: small, fast and the same on every machine.
 public struct SeededRandom: RandomNumberGenerator {
@@ -13,6 +14,8 @@ public struct SeededRandom: RandomNumberGenerator {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+    /// Uniform in [0, 1).
+    public mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
     /// Uniform in [-1, 1).
     public mutating func bipolar() -> Float { Float(Double(next() >> 11) / Double(1 << 53) * 2 - 1) }
 }
@@ -67,18 +70,9 @@ public enum Signals {
         return out.map { $0 / top * peak }
     }
 
-    /// Amplitude of the `frequency` component, by a least-squares fit of a sine and a cosine.
+    /// Amplitude of the `frequency` component (a sine and cosine fit; see HearDSP's ToneLevel).
     public static func amplitude(of samples: ArraySlice<Float>, frequency: Double, rate: Double) -> Double {
-        var ss = 0.0, cc = 0.0, sc = 0.0, xs = 0.0, xc = 0.0
-        for (k, x) in samples.enumerated() {
-            let w = 2 * .pi * frequency * Double(k) / rate
-            let s = sin(w), c = cos(w)
-            ss += s * s; cc += c * c; sc += s * c
-            xs += Double(x) * s; xc += Double(x) * c
-        }
-        let det = ss * cc - sc * sc
-        let a = (xs * cc - xc * sc) / det, b = (xc * ss - xs * sc) / det
-        return (a * a + b * b).squareRoot()
+        ToneLevel.amplitude(of: samples, frequency: frequency, rate: rate)
     }
 
     public static func rms(_ samples: ArraySlice<Float>) -> Double {
