@@ -42,6 +42,7 @@ add "hear_mono: limiter (idle)"             "$PLUGIN hear_mono $OFF limit.enable
 add "hear_mono: limiter (limiting, +14 dB)"  "$PLUGIN hear_mono $OFF limit.enable=1 gain=14"
 add "hear_mono: all stages off (frame)"     "$PLUGIN hear_mono $OFF"
 add "hear_mono: noise suppressor"           "$PLUGIN hear_mono $OFF ns.enable=1"
+add "hear_mono: EQ(HP)+comp+limiter"        "$PLUGIN hear_mono ns.enable=0"
 add "hear_mono: EQ(6)+comp+limiter"         "$PLUGIN hear_mono ns.enable=0 $EQ_ALL"
 add "hear_mono: full chain, defaults"       "$PLUGIN hear_mono"
 add "hear_mono: full chain, decay to silence" "-i .build/decay.f32 $PLUGIN hear_mono"
