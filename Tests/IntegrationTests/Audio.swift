@@ -3,6 +3,7 @@
 // stopped by a signal), and the level of what came back.
 
 import Foundation
+import Testing
 import TestSupport
 
 struct Recording {
@@ -96,5 +97,22 @@ enum Level {
     static func overall(_ samples: [Float], rate: Int) -> Double {
         guard samples.count > rate * 2 else { return -.infinity }
         return Signals.dB(Signals.rms(samples[(rate / 2)..<(samples.count - rate / 2)]))
+    }
+}
+
+extension Recording {
+    /// Expects `processed` to be `gain` dB louder than this bypassed recording (steady levels), on
+    /// every channel or the given ones. The stand-in devices pass the -20 dBFS-peak test tone
+    /// untouched, so the bypassed level itself is known: -23.01 dBFS RMS.
+    func expectLouder(_ processed: Recording, by gain: Double, _ what: String, onChannels: [Int]? = nil,
+                      sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for channel in onChannels ?? Array(0..<channels) {
+            let reference = try Level.steady(self.channel(channel), rate: rate)
+            let level = try Level.steady(processed.channel(channel), rate: processed.rate)
+            #expect(abs(reference - -23.01) < 0.5, "channel \(channel) bypassed: \(reference) dBFS",
+                    sourceLocation: sourceLocation)
+            #expect(abs(level - reference - gain) < 0.5,
+                    "channel \(channel): bypassed \(reference) dBFS, \(what): \(level) dBFS", sourceLocation: sourceLocation)
+        }
     }
 }
