@@ -378,7 +378,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
 }
 
 @Suite struct FFTTests {
-    @Test(arguments: [4, 8, 16, 64, 128, 512, 2048])
+    @Test(arguments: [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096])
     func matchesTheDefinition(size: Int) {
         let fft = RealFFT(size: size)
         var maker = SignalMaker(seed: UInt32(size))
@@ -403,5 +403,25 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
         var roundTrip: Float = 0
         for n in 0..<size { roundTrip = max(roundTrip, abs(back[n] - x[n])) }
         #expect(roundTrip < 1e-5)
+    }
+
+    /// `inverse(first:)` writes exactly output[first...] (as the suppressor uses it at 48 and 44.1 kHz:
+    /// the last quarter, and a little more than the last quarter), the same as the whole inverse.
+    @Test(arguments: [(64, 48), (256, 214), (1024, 768), (1024, 790), (1024, 500), (2048, 1536), (4096, 3072)])
+    func writesOnlyFromFirst(size: Int, first: Int) {
+        let fft = RealFFT(size: size)
+        var maker = SignalMaker(seed: UInt32(size + first))
+        let x = maker.white(size)
+        let re = UnsafeMutablePointer<Float>.allocate(capacity: size / 2 + 1)
+        let im = UnsafeMutablePointer<Float>.allocate(capacity: size / 2 + 1)
+        let whole = UnsafeMutablePointer<Float>.allocate(capacity: size)
+        let part = UnsafeMutablePointer<Float>.allocate(capacity: size)
+        defer { re.deallocate(); im.deallocate(); whole.deallocate(); part.deallocate() }
+        x.withUnsafeBufferPointer { fft.forward($0.baseAddress!, real: re, imaginary: im) }
+        fft.inverse(real: re, imaginary: im, output: whole)
+        part.initialize(repeating: 1234, count: size)
+        fft.inverse(real: re, imaginary: im, output: part, first: first)
+        #expect((0..<first).allSatisfy { part[$0] == 1234 })
+        #expect((first..<size).allSatisfy { abs(part[$0] - whole[$0]) < 1e-6 && abs(part[$0] - x[$0]) < 1e-5 })
     }
 }
