@@ -27,6 +27,10 @@
 //    (30 ms) where it does not, so isolated noise peaks never open; the floor is a gain, never zero.
 //    A bin keeps at least a quarter of its neighbours' gains: the synthesis window is short, and a
 //    mask much narrower than its resolution would cut into harmonics rather than between them.
+// 4. The gate (SpeechActivity.swift): while nobody speaks, the whole mask goes to the floor, so
+//    what the per-bin rule lets through without speech (random peaks of steady noise, key clicks)
+//    goes too; ns.reduction is then the attenuation. The per-bin state runs on underneath, so the
+//    gains are ready the moment the gate opens.
 // Everything is sized in init; `process` buffers internally by hop, so the output does not depend
 // on how the audio is split into calls.
 
@@ -43,6 +47,8 @@ public struct NoiseSuppressor: ~Copyable {
     public let latency: Int
 
     let fft: RealFFT
+    /// Whether anybody speaks, for the gate (step 4).
+    var activity: SpeechActivity
     let analysisWindow: UnsafeMutablePointer<Float>
     /// For the last 2M samples of a frame.
     let synthesisWindow: UnsafeMutablePointer<Float>
@@ -169,6 +175,8 @@ public struct NoiseSuppressor: ~Copyable {
         var windowEnergy = 0.0
         for i in 0..<n { windowEnergy += Double(analysisWindow[i]) * Double(analysisWindow[i]) }
         powerNormalization = Float(1 / (Double(n) * windowEnergy))
+        activity = SpeechActivity(sampleRate: sampleRate, frameLength: n, analysisWindow: analysisWindow,
+                                  updateSeconds: Double(group * m) / sampleRate)
 
 
         func buffer(_ count: Int, _ value: Float = 0) -> UnsafeMutablePointer<Float> {
@@ -296,6 +304,7 @@ public struct NoiseSuppressor: ~Copyable {
         mix = enabled ? 1 : 0
         speechProbability = 0
         noiseFloorDB = -120
+        activity.reset()
     }
 
     /// Processes `count` samples in place; `right` is used only in stereo. Output is the input
@@ -373,6 +382,8 @@ public struct NoiseSuppressor: ~Copyable {
                 k = end
             }
             trackNoise()
+            // The unscaled estimate: ns.sensitivity shapes the gains, not whether somebody speaks.
+            activity.update(power: power, noise: noise)
             framesSinceReset &+= 1
             // Glide the mask strength toward on/off (click-free switching).
             let target: Float = enabled ? 1 : 0
@@ -604,9 +615,11 @@ public struct NoiseSuppressor: ~Copyable {
             first = end
         }
         let spread = maskSpread
+        let open = activity.openness
         for k in 1..<(bins - 1) {
             let widened = max(binGain[k], spread * max(binGain[k - 1], binGain[k + 1]))
-            appliedGain[k] = 1 - strength * (1 - widened)
+            let gated = floor + open * (widened - floor)
+            appliedGain[k] = 1 - strength * (1 - gated)
         }
         // The DC and Nyquist bins are real: their powers do not follow the complex statistics the
         // rules assume, and they carry no speech. They take their neighbours' gains.
