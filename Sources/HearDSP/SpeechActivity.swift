@@ -39,8 +39,10 @@ public struct SpeechActivity: ~Copyable {
     let lagNormalization: UnsafeMutablePointer<Float>
     let voicingLow: Int, voicingHigh: Int
     let lagFirst: Int, lagLast: Int
-    /// Sub-band edges (bins), `bandCount + 1` of them; band 0 is the low band of the onset rule.
+    /// Sub-band edges (statistics bins), `bandCount + 1` of them; band 0 is the low band of the onset rule.
     let bandEdges: UnsafeMutablePointer<Int>
+    /// Spectrum bins per statistics bin.
+    let statsWidth: UnsafeMutablePointer<Float>
     let bandCount: Int
     let holdUpdates: Int
     let closeStep: Float
@@ -49,8 +51,10 @@ public struct SpeechActivity: ~Copyable {
     var pitchLag = 0
     var sinceEvidence = 0
 
-    /// `frameLength` and `analysisWindow` are the suppressor's; `updateSeconds` is the time between updates.
-    public init(sampleRate: Double, frameLength n: Int, analysisWindow: UnsafePointer<Float>, updateSeconds: Double) {
+    /// `frameLength`, `analysisWindow` and the statistics bins (see NoiseSuppressor.statsFirst) are
+    /// the suppressor's; `updateSeconds` is the time between updates.
+    public init(sampleRate: Double, frameLength n: Int, analysisWindow: UnsafePointer<Float>, updateSeconds: Double,
+                statsFirst: UnsafePointer<Int>, statsBins: Int) {
         let binWidth = sampleRate / Double(n)
         let bins = n / 2 + 1
         func bin(_ hz: Double) -> Int { max(1, min(bins - 1, Int(hz / binWidth + 0.5))) }
@@ -79,10 +83,17 @@ public struct SpeechActivity: ~Copyable {
             let lag = min(n - 1, Int(Double(j) * step + 0.5))
             lagNormalization[j] = Float(zero / max(windowCorrelation(lag), zero * 1e-3))
         }
-        let edges = [300.0, 1000, 2000, 4000, 8000].map(bin)
+        // In statistics bins: the first whose spectrum bins start at or above each edge.
+        let edges = [300.0, 1000, 2000, 4000, 8000].map { hz in
+            (0..<statsBins).first { statsFirst[$0] >= bin(hz) } ?? statsBins
+        }
         bandCount = edges.count - 1
         bandEdges = .allocate(capacity: edges.count)
         for (i, e) in edges.enumerated() { bandEdges[i] = e }
+        statsWidth = .allocate(capacity: statsBins)
+        for j in 0..<statsBins { statsWidth[j] = Float(statsFirst[j + 1] - statsFirst[j]) }
+        // The voicing band must be in single bins (it is: statistics are per bin below 4 kHz).
+        precondition(statsFirst[min(voicingHigh, statsBins - 1)] == min(voicingHigh, statsBins - 1))
         holdUpdates = max(1, Int(Self.holdSeconds / updateSeconds))
         closeStep = Float(updateSeconds / Self.closeSeconds)
     }
@@ -93,6 +104,7 @@ public struct SpeechActivity: ~Copyable {
         correlation.deallocate()
         lagNormalization.deallocate()
         bandEdges.deallocate()
+        statsWidth.deallocate()
     }
 
     @_noLocks public mutating func reset() {
@@ -103,7 +115,7 @@ public struct SpeechActivity: ~Copyable {
         sinceEvidence = 0
     }
 
-    /// One update from the power and the noise estimate of every bin below 8 kHz.
+    /// One update from the power and the noise estimate of every statistics bin.
     @_noLocks public mutating func update(power: UnsafePointer<Float>, noise: UnsafePointer<Float>) {
         var level = false, lowLevel = false
         var lowExcess: Float = 0, highExcess: Float = 0, voicingExcess: Float = 0
@@ -111,14 +123,16 @@ public struct SpeechActivity: ~Copyable {
             let from = bandEdges[b], to = bandEdges[b + 1]
             if to <= from { continue }
             var p: Float = 0, q: Float = 0, ratios: Float = 0
+            var width: Float = 0
             for k in from..<to {
-                p += power[k]
-                q += noise[k]
-                ratios += power[k] / noise[k]
+                p += statsWidth[k] * power[k]
+                q += statsWidth[k] * noise[k]
+                ratios += statsWidth[k] * power[k] / noise[k]
+                width += statsWidth[k]
             }
             // The mean of the bins' ratios rather than the ratio of sums: in coloured noise a few
             // bins carry most of a band's power, and their sum alone fluctuates far more.
-            let ratio = ratios / Float(to - from)
+            let ratio = ratios / width
             if ratio > levelRatio { level = true }
             let excess = max(p - q, 0)
             if b == 0 {
