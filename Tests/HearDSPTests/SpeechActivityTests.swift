@@ -59,7 +59,7 @@ func runGate(_ input: [Float], rate: Double, values: ParameterValues = Parameter
 }
 
 @Suite struct SpeechActivityTests {
-    @Test(arguments: [16000.0, 48000, 96000])
+    @Test(arguments: [8000.0, 16000, 48000, 96000, 192000])
     func keyClicksAloneLoseTheReduction(rate: Double) {
         let count = Int(rate * 5)
         let clicks = keyClicks(rate: rate, count: count, seed: 29)
@@ -85,7 +85,7 @@ func runGate(_ input: [Float], rate: Double, values: ParameterValues = Parameter
 
     /// A vowel starting after 1.5 s of noise (5 dB SNR) opens the gate within 25 ms; it then stays
     /// open through a 200 ms pause, and closes within 0.6 s once the talker stops.
-    @Test(arguments: [16000.0, 44100, 48000])
+    @Test(arguments: [8000.0, 16000, 44100, 48000, 192000])
     func opensOnAVoiceAndHoldsThroughPauses(rate: Double) {
         let count = Int(rate * 4)
         var maker = SignalMaker(seed: 37)
