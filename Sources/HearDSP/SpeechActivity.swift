@@ -19,8 +19,9 @@
 // of the noisy speech stay where they were without the gate.
 
 public struct SpeechActivity: ~Copyable {
-    /// 0 (closed: nobody speaks) ... 1 (open).
-    public private(set) var openness: Float = 1
+    /// 0 (closed: nobody speaks) ... 1 (open). Closed at the start: nobody has spoken yet, and a
+    /// voice opens it within a pitch period or two.
+    public private(set) var openness: Float = 0
     /// The last update's normalized autocorrelation peak at a pitch lag (0...1).
     public private(set) var periodicity: Float = 0
 
@@ -108,7 +109,7 @@ public struct SpeechActivity: ~Copyable {
     }
 
     @_noLocks public mutating func reset() {
-        openness = 1
+        openness = 0
         periodicity = 0
         voicedRun = 0
         pitchLag = 0
