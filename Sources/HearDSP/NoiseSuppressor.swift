@@ -140,7 +140,8 @@ public struct NoiseSuppressor: ~Copyable {
     /// How much of the mask is applied: glides to 1 when enabled, to 0 when not.
     var mix: Float = 1
 
-    /// Mean speech presence probability over the speech band, 0...1 (smoothed over ~50 ms).
+    /// Mean speech presence probability over the speech band, 0...1 (smoothed over ~50 ms); 0 while
+    /// the gate is shut.
     public private(set) var speechProbability: Float = 0
     /// Estimated noise power, dB relative to a full-scale square wave (0 dBFS RMS).
     public private(set) var noiseFloorDB: Float = -120
@@ -634,7 +635,8 @@ public struct NoiseSuppressor: ~Copyable {
         appliedGain[bins - 1] = appliedGain[bins - 2]
         var presenceSum: Float = 0
         for k in speechLow..<speechHigh { presenceSum += presence[k] }
-        let frameProbability = presenceSum / Float(speechHigh - speechLow)
+        // While the gate is shut the suppressor treats everything as noise, and the meter says so.
+        let frameProbability = presenceSum / Float(speechHigh - speechLow) * open
         speechProbability += meterRate * (frameProbability - speechProbability)
     }
 
