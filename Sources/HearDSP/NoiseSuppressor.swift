@@ -548,34 +548,16 @@ public struct NoiseSuppressor: ~Copyable {
         for k in speechLow..<speechHigh { frameSum += prioriAverage[k] }
         let framePresence = Self.presence(frameSum / Float(speechHigh - speechLow))
         let globalHalf = max(1, Int(500 / (sampleRate / Double(frameLength))))
+        // Sliding window [k - globalHalf, k + globalHalf], cut at the ends of the spectrum.
         var globalSum: Float = 0
         var globalCount = 0
         for k in 0..<min(statsBins, globalHalf + 1) { globalSum += prioriAverage[k]; globalCount += 1 }
-        // Sliding window [k - globalHalf, k + globalHalf]: the general step only near the edges,
-        // where statsBins enter or leave alone; in between one enters and one leaves, without branches.
         bandAverage[0] = globalSum / Float(globalCount)
-        let fullFrom = min(globalHalf + 1, statsBins), fullTo = max(fullFrom, statsBins - globalHalf)
-        var k = 1
-        while k < fullFrom {
+        for k in 1..<statsBins {
             let entering = k + globalHalf, leaving = k - globalHalf - 1
             if entering < statsBins { globalSum += prioriAverage[entering]; globalCount += 1 }
             if leaving >= 0 { globalSum -= prioriAverage[leaving]; globalCount -= 1 }
             bandAverage[k] = globalSum / Float(globalCount)
-            k += 1
-        }
-        let fullCount = Float(2 * globalHalf + 1)
-        while k < fullTo {
-            globalSum += prioriAverage[k + globalHalf]
-            globalSum -= prioriAverage[k - globalHalf - 1]
-            bandAverage[k] = globalSum / fullCount
-            k += 1
-        }
-        while k < statsBins {
-            let entering = k + globalHalf, leaving = k - globalHalf - 1
-            if entering < statsBins { globalSum += prioriAverage[entering]; globalCount += 1 }
-            if leaving >= 0 { globalSum -= prioriAverage[leaving]; globalCount -= 1 }
-            bandAverage[k] = globalSum / Float(globalCount)
-            k += 1
         }
         absence[0] = 1 - Self.presence(prioriAverage[0]) * Self.presence(bandAverage[0]) * framePresence
         absence[statsBins - 1] = 1 - Self.presence(prioriAverage[statsBins - 1]) * Self.presence(bandAverage[statsBins - 1]) * framePresence

@@ -59,8 +59,11 @@ public struct SpeechActivity: ~Copyable {
         let binWidth = sampleRate / Double(n)
         let bins = n / 2 + 1
         func bin(_ hz: Double) -> Int { max(1, min(bins - 1, Int(hz / binWidth + 0.5))) }
+        // The voicing band reads statistics bins as spectrum bins, so it stays where they are one bin
+        // wide (below 4 kHz at every rate).
+        let singleBins = (0..<statsBins).first { statsFirst[$0 + 1] - statsFirst[$0] > 1 } ?? statsBins
         voicingLow = bin(200)
-        voicingHigh = max(voicingLow + 1, bin(2000))
+        voicingHigh = max(voicingLow + 1, min(bin(2000), singleBins))
         // Long enough to hold the band: lag j of the correlation is j · n / size samples.
         fft = RealFFT(size: 2 * voicingHigh + 2)
         let size = fft.size
@@ -93,8 +96,6 @@ public struct SpeechActivity: ~Copyable {
         for (i, e) in edges.enumerated() { bandEdges[i] = e }
         statsWidth = .allocate(capacity: statsBins)
         for j in 0..<statsBins { statsWidth[j] = Float(statsFirst[j + 1] - statsFirst[j]) }
-        // The voicing band must be in single bins (it is: statistics are per bin below 4 kHz).
-        precondition(statsFirst[min(voicingHigh, statsBins - 1)] == min(voicingHigh, statsBins - 1))
         holdUpdates = max(1, Int(Self.holdSeconds / updateSeconds))
         closeStep = Float(updateSeconds / Self.closeSeconds)
     }
