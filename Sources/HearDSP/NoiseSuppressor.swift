@@ -18,7 +18,9 @@
 // 1. Noise power: the speech-presence-probability tracker of Gerkmann & Hendriks (2012), which
 //    updates the estimate in proportion to how unlikely speech is in that bin and so follows noise
 //    that rises or falls within a second or two; capped by minimum statistics (Martin 2001) over
-//    the last 1.5 s, so that speech that lasts is not taken for noise.
+//    the last 1.5 s, so that speech that lasts is not taken for noise. An estimate that sits far
+//    below a steady signal in nearly every bin for 0.4 s (learned on the digital silence before a
+//    stream starts) restarts from that signal's minimum (`relearnIfStuck`).
 // 2. Gain: decision-directed a-priori SNR (Ephraim & Malah) refined by one more step through the
 //    gain rule (two-step, Plapous et al. 2006), into the log-spectral amplitude gain, combined with
 //    the speech presence probability into the OM-LSA gain (Cohen & Berdugo 2001):
@@ -85,12 +87,17 @@ public struct NoiseSuppressor: ~Copyable {
     /// minimum of the current sub-window, and the minima of the last `minimumWindows` sub-windows.
     let smoothedPower: UnsafeMutablePointer<Float>
     let windowMinimum: UnsafeMutablePointer<Float>
+    /// The maximum of the smoothed power in the current sub-window: with the minimum, whether a
+    /// bin held steady (see `trackMinimum`, relearning).
+    let windowMaximum: UnsafeMutablePointer<Float>
     let pastMinima: UnsafeMutablePointer<Float>
     let pastMinimum: UnsafeMutablePointer<Float>
     let minimumWindows = 8
     let minimumWindowFrames: Int
     var minimumFrame = 0
     var minimumSlot = 0
+    /// Sub-windows in a row that looked like a noise estimate learned on something else.
+    var stuckWindows = 0
     let powerSmoothing: Float
     let minimumBias: Float
     let appliedGain: UnsafeMutablePointer<Float>
@@ -204,6 +211,7 @@ public struct NoiseSuppressor: ~Copyable {
         gain = buffer(bins, 1)
         smoothedPower = buffer(bins)
         windowMinimum = buffer(bins, .greatestFiniteMagnitude)
+        windowMaximum = buffer(bins)
         pastMinima = buffer(8 * bins, .greatestFiniteMagnitude)
         pastMinimum = buffer(bins, .greatestFiniteMagnitude)
         appliedGain = buffer(bins, 1)
@@ -277,6 +285,7 @@ public struct NoiseSuppressor: ~Copyable {
         gain.deallocate()
         smoothedPower.deallocate()
         windowMinimum.deallocate()
+        windowMaximum.deallocate()
         pastMinima.deallocate()
         pastMinimum.deallocate()
         appliedGain.deallocate()
@@ -305,10 +314,12 @@ public struct NoiseSuppressor: ~Copyable {
         gain.update(repeating: 1, count: bins)
         smoothedPower.update(repeating: 0, count: bins)
         windowMinimum.update(repeating: .greatestFiniteMagnitude, count: bins)
+        windowMaximum.update(repeating: 0, count: bins)
         pastMinima.update(repeating: .greatestFiniteMagnitude, count: minimumWindows * bins)
         pastMinimum.update(repeating: .greatestFiniteMagnitude, count: bins)
         minimumFrame = 0
         minimumSlot = 0
+        stuckWindows = 0
         appliedGain.update(repeating: 1, count: bins)
         fill = 0
         framesSinceReset = 0
@@ -498,6 +509,7 @@ public struct NoiseSuppressor: ~Copyable {
             for k in 0..<statsBins {
                 smoothedPower[k] = noise[k]
                 windowMinimum[k] = noise[k]
+                windowMaximum[k] = noise[k]
             }
             return
         }
@@ -508,15 +520,18 @@ public struct NoiseSuppressor: ~Copyable {
             smoothedPower[k] = smoothed
             let current = min(windowMinimum[k], smoothed)
             windowMinimum[k] = current
+            windowMaximum[k] = max(windowMaximum[k], smoothed)
             noise[k] = max(min(noise[k], bias * min(current, pastMinimum[k])), 1e-12)
         }
         minimumFrame += 1
         if minimumFrame >= minimumWindowFrames {
             minimumFrame = 0
+            relearnIfStuck()
             let slot = pastMinima + minimumSlot * statsBins
             for k in 0..<statsBins {
                 slot[k] = windowMinimum[k]
                 windowMinimum[k] = smoothedPower[k]
+                windowMaximum[k] = smoothedPower[k]
             }
             minimumSlot = minimumSlot + 1 == minimumWindows ? 0 : minimumSlot + 1
             for k in 0..<statsBins { pastMinimum[k] = pastMinima[k] }
@@ -524,6 +539,45 @@ public struct NoiseSuppressor: ~Copyable {
                 let past = pastMinima + w * statsBins
                 for k in 0..<statsBins { pastMinimum[k] = min(pastMinimum[k], past[k]) }
             }
+        }
+    }
+
+    /// At the end of a minimum sub-window (190 ms): if nearly every bin held steady through it and
+    /// the one before, far above the noise estimate, the estimate was learned on something else:
+    /// digital silence before a stream starts (PipeWire hands a starting source zeros), or a noise
+    /// that jumped by 15 dB or more. The tracker would take seconds to climb (its speech probability
+    /// saturates), the minima of the silent past would hold the ceiling down, and meanwhile the gate
+    /// opens on the noise and passes it (3 s after a second of zeros, before this). Such bins restart
+    /// from this sub-window's minimum. Speech does not look like this: within 190 ms its power swings
+    /// by far more than 6 dB in most bins, and bins between its harmonics come near the estimate.
+    @inline(__always) mutating func relearnIfStuck() {
+        let margin: Float = 8  // the sub-window's minimum at least 9 dB above the estimate
+        let steadiness: Float = 4  // and its maximum within 6 dB of its minimum
+        var stuck = 0, active = 0
+        for k in 0..<statsBins {
+            let low = windowMinimum[k], high = windowMaximum[k]
+            active &+= high > 0 ? 1 : 0
+            stuck &+= low > margin * noise[k] && high < steadiness * low ? 1 : 0
+        }
+        // Nearly every bin that carries any signal (a band-limited stream leaves exact zeros above),
+        // in two sub-windows in a row (a vowel is not held that steady for 0.4 s).
+        guard active > 0, 5 &* stuck >= 4 &* active else {
+            stuckWindows = 0
+            return
+        }
+        stuckWindows &+= 1
+        guard stuckWindows >= 2 else { return }
+        stuckWindows = 0
+        let bias = minimumBias
+        for k in 0..<statsBins where windowMinimum[k] > margin * noise[k] {
+            let low = windowMinimum[k]
+            noise[k] = bias * low
+            // The past sub-windows held the silence: their minima would pull the ceiling back down.
+            for w in 0..<minimumWindows {
+                let past = pastMinima + w * statsBins
+                past[k] = max(past[k], low)
+            }
+            presenceAverage[k] = 0
         }
     }
 
