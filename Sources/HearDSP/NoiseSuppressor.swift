@@ -11,7 +11,7 @@
 // Statistics and gains are updated every second frame (every 2M samples) from the two frames'
 // mean power; each frame applies the latest mask. They run on every bin up to 4 kHz, on pairs of
 // bins up to 8 kHz and on bands of 8 bins (375 Hz at 48 kHz) above, from the band's mean power; a
-// band's gain goes to each of its bins before the mask is widened. The ear resolves far less than
+// band's gain goes to each of its bins. The ear resolves far less than
 // a bin up there, and this takes 40 % of the per-bin work at 48 kHz (`make eval`: unchanged). Per
 // bin or band (in stereo, one mask from both channels' mean power, applied to each, so the stereo
 // image stays):
@@ -28,8 +28,9 @@
 //    from the smoothed a-priori SNR over three bins, about 1 kHz, and the whole speech band.
 // 3. Against musical noise: a gain rises at once where the smoothed SNR says speech, slowly
 //    (30 ms) where it does not, so isolated noise peaks never open; the floor is a gain, never zero.
-//    A bin keeps at least a quarter of its neighbours' gains: the synthesis window is short, and a
-//    mask much narrower than its resolution would cut into harmonics rather than between them.
+//    The mask is applied as computed, bin by bin: widening it toward the synthesis window's
+//    resolution (a bin keeping a quarter of its neighbours' gains) kept no more of the speech in
+//    `make eval` and let more noise through between harmonics (EVALUATION.md).
 // 4. The gate (SpeechActivity.swift): while nobody speaks, the whole mask goes to the floor, so
 //    what the per-bin rule lets through without speech (random peaks of steady noise, key clicks)
 //    goes too; ns.reduction is then the attenuation. The per-bin state runs on underneath, so the
@@ -101,7 +102,7 @@ public struct NoiseSuppressor: ~Copyable {
     let powerSmoothing: Float
     let minimumBias: Float
     let appliedGain: UnsafeMutablePointer<Float>
-    /// Every bin's power (mean over the group of frames) and gain before widening.
+    /// Every bin's power (mean over the group of frames) and gain (from its statistics bin).
     let binPower: UnsafeMutablePointer<Float>
     let binGain: UnsafeMutablePointer<Float>
     /// The statistics run on every bin below `statsSplit` (4 kHz) and on bands above it (2 bins up
@@ -115,6 +116,9 @@ public struct NoiseSuppressor: ~Copyable {
     /// Bin range where speech probability is metered and the frame's speech presence is judged.
     let speechLow: Int
     let speechHigh: Int
+    /// The bins centred below 25 Hz (the DC bin at every rate): no voice reaches down there, while
+    /// rumble and the low end of pink and brown noise do.
+    let belowVoice: Int
     /// Converts a sum of bin powers (one-sided, doubled) into mean power per sample.
     let powerNormalization: Float
 
@@ -127,8 +131,6 @@ public struct NoiseSuppressor: ~Copyable {
     /// Tests only: apply this mask (another instance's `appliedGain`) instead of computing one, to
     /// measure what a mask does to the speech and the noise of a mixture separately.
     var maskOverride: UnsafeMutablePointer<Float>? = nil
-    /// How much of a neighbouring bin's gain a bin takes at least (see `computeGain`).
-    var maskSpread: Float = 0.25
 
     // Per-frame smoothing constants (from time constants, so every rate behaves alike).
     let presenceSmoothing: Float
@@ -218,6 +220,7 @@ public struct NoiseSuppressor: ~Copyable {
 
         let binWidth = sampleRate / Double(n)
         speechLow = max(1, min(bins - 1, Int(300 / binWidth)))
+        belowVoice = min(bins - 1, Int((25 / binWidth).rounded(.up)))
         speechHigh = max(speechLow + 1, min(bins, Int(4000 / binWidth) + 1))
         statsSplit = min(bins, speechHigh)
         var firsts = Array(0..<statsSplit)
@@ -298,8 +301,11 @@ public struct NoiseSuppressor: ~Copyable {
     @_noLocks public mutating func set(_ values: ParameterValues) {
         enabled = values[.nsEnable] != 0
         floorGain = Float(LibM.exp(-Double(values[.nsReduction]) * 0.11512925464970229))
-        // Sensitivity 0...100 % scales the noise estimate by -6...+6 dB: more of the signal counts as noise.
-        noiseScale = Float(LibM.exp((Double(values[.nsSensitivity]) - 50) / 50 * 6 * 0.23025850929940458))
+        // Sensitivity 0...100 % scales the noise estimate by -6...+6 dB: more of the signal counts as
+        // noise. At 50 the gain rule reads the estimate 1.25 dB low: quiet parts of speech keep more
+        // of themselves (`make eval`: STOI +0.005, PESQ +0.007; EVALUATION.md). Lower still fails
+        // the CI test's 8 dB SNR improvement at 48 and 96 kHz.
+        noiseScale = Float(LibM.exp(((Double(values[.nsSensitivity]) - 50) / 50 * 6 - 1.25) * 0.23025850929940458))
     }
 
     @_noLocks public mutating func reset() {
@@ -647,20 +653,15 @@ public struct NoiseSuppressor: ~Copyable {
             let smoothed = previous + step * (combined - previous)
             gain[k] = smoothed
         }
-        // The applied mask is widened by one bin on each side (the larger of three neighbours): the
-        // synthesis window is short, so a mask narrower than its resolution would cut into speech
-        // harmonics rather than between them.
         // Back to every bin: a band above `statsSplit` gives its gain to each of its bins.
         for k in 0..<statsSplit { binGain[k] = gain[k] }
         for j in statsSplit..<statsBins {
             let g = gain[j]
             for k in statsFirst[j]..<statsFirst[j + 1] { binGain[k] = g }
         }
-        let spread = maskSpread
         let open = activity.openness
         for k in 1..<(bins - 1) {
-            let widened = max(binGain[k], spread * max(binGain[k - 1], binGain[k + 1]))
-            let gated = floor + open * (widened - floor)
+            let gated = floor + open * (binGain[k] - floor)
             appliedGain[k] = 1 - strength * (1 - gated)
         }
         // The DC and Nyquist bins are real: their powers do not follow the complex statistics the
@@ -669,6 +670,14 @@ public struct NoiseSuppressor: ~Copyable {
         appliedGain[0] = appliedGain[1]
         gain[statsBins - 1] = gain[statsBins - 2]
         appliedGain[bins - 1] = appliedGain[bins - 2]
+        // Below any voice the mask is the floor. The synthesis window smears a harmonic's gain over
+        // about three bins, so the lowest harmonic held the rumble beneath it open: in the CI test,
+        // a fifth of the noise left while somebody spoke at 48 kHz was in the DC bin (0-23 Hz).
+        // Only the DC bin: floor the next one too (47 Hz at 48 kHz, 31 Hz at 8 kHz) and a fundamental
+        // near 100 Hz loses 1 dB and turns 15 degrees through the same smear (clean-speech SI-SDR
+        // 24 dB in `make eval`, 25 dB for speech at 8 kHz in the tests).
+        let floorApplied = 1 - strength * (1 - floor)
+        for k in 0..<belowVoice { appliedGain[k] = floorApplied }
         var presenceSum: Float = 0
         for k in speechLow..<speechHigh { presenceSum += presence[k] }
         // While the gate is shut the suppressor treats everything as noise, and the meter says so.

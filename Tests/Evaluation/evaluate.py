@@ -6,7 +6,9 @@ cross-correlation on clean speech), and prints the tables kept in EVALUATION.md.
 
 Metrics, on the utterance after a 1 s noise lead-in (every method gets the same lead-in):
   PESQ-WB and STOI at 16 kHz against the clean utterance; SI-SDR improvement over the noisy input;
-  residual noise: output/input power of noise-only clips after their first 2 s (dB);
+  residual noise: output/input power of noise-only clips after their first 2 s (dB); and of the
+    same clips after 1 s of digital silence (what PipeWire hands a starting source), over the
+    second second of noise (dB);
   clean distortion: SI-SDR of the output of clean speech against that speech (dB, method rate);
   delay: the measured lag (ms); CPU: time inside the suppressor per second of audio (% of a core);
   for hear its whole chain at defaults and for RNNoise, both timed in alternating rounds.
@@ -84,12 +86,18 @@ def run(method, clips, clean_only, noise_only):
         y = align(method.process(np.concatenate([x, pad])), lag, len(x))
         tail = 2 * method.rate
         residual[clip["noise"]] = 10 * np.log10(np.mean(y[tail:] ** 2) / np.mean(x[tail:] ** 2))
+    after_silence = {}
+    for clip in noise_only:
+        x = np.concatenate([np.zeros(method.rate), resample(clip["noisy"], corpus.RATE, method.rate)])
+        y = align(method.process(np.concatenate([x, pad])), lag, len(x))
+        second = slice(2 * method.rate, 3 * method.rate)
+        after_silence[clip["noise"]] = 10 * np.log10(np.mean(y[second] ** 2) / np.mean(x[second] ** 2))
     distortion = []
     for clip in clean_only:
         x = resample(clip["clean"], corpus.RATE, method.rate)
         y = align(method.process(np.concatenate([x, pad])), lag, len(x))
         distortion.append(si_sdr(y, x))
-    return dict(rows=rows, residual=residual, distortion=distortion, delay_ms=1000 * lag / method.rate,
+    return dict(rows=rows, residual=residual, after_silence=after_silence, distortion=distortion, delay_ms=1000 * lag / method.rate,
                 cpu=100 * method.seconds / (method.samples / method.rate))
 
 
@@ -100,7 +108,7 @@ def unprocessed(clips):
         noisy = resample(clip["noisy"], corpus.RATE, METRIC_RATE)[clip["start"] // 3:]
         rows.append(dict(noise=clip["noise"], snr=clip["snr"], pesq=pesq(METRIC_RATE, reference, noisy, "wb"),
                          stoi=stoi(reference, noisy, METRIC_RATE, extended=False), sisdr=0.0))
-    return dict(rows=rows, residual={}, distortion=[np.inf],
+    return dict(rows=rows, residual={}, after_silence={}, distortion=[np.inf],
                 delay_ms=0.0, cpu=0.0)
 
 
@@ -132,6 +140,11 @@ def tables(results):
     for name, r in results.items():
         if r["residual"]:
             lines.append(f"| {name} | " + " | ".join(f"{r['residual'][n]:.1f}" for n in corpus.NOISES) + " |")
+    lines += ["", "The same noise after 1 s of digital silence, over its second second (dB):", "",
+              "| method | " + " | ".join(corpus.NOISES) + " |", "|---" * (len(corpus.NOISES) + 1) + "|"]
+    for name, r in results.items():
+        if r["after_silence"]:
+            lines.append(f"| {name} | " + " | ".join(f"{r['after_silence'][n]:.1f}" for n in corpus.NOISES) + " |")
     # The STOI target is relative to the input (at or above it on average, at most 0.02 below it per
     # noise), closer than the tables' three decimals show.
     base = results["unprocessed"]["rows"]
