@@ -167,8 +167,9 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
         #expect(result.comparedBins >= 20)
         // Known gap: the issue asks for 1 dB. The mask's resolution is bounded by the short synthesis
         // window (5.3 ms), so on this gliding harmonic source the weaker high harmonics lose several dB
-        // even where they dominate; low harmonics stay within about 1.5 dB. Guard against regressions.
-        #expect(result.meanSpectralDeviation <= 4, "mean speech spectrum change \(result.meanSpectralDeviation) dB")
+        // even where they dominate (mean change 2.8 dB, worst bin 7.2 dB at 48 kHz; EVALUATION.md).
+        // Guard against regressions.
+        #expect(result.meanSpectralDeviation <= 3.2, "mean speech spectrum change \(result.meanSpectralDeviation) dB")
         print("speech-dominated spectrum: mean change \(result.meanSpectralDeviation) dB, worst \(result.worstSpectralDeviation) dB (issue #3 asks for 1 dB)")
     }
 
