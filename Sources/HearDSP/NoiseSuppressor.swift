@@ -11,10 +11,9 @@
 // Statistics and gains are updated every second frame (every 2M samples) from the two frames'
 // mean power; each frame applies the latest mask. They run on every bin up to 4 kHz, on pairs of
 // bins up to 8 kHz and on bands of 8 bins (375 Hz at 48 kHz) above, from the band's mean power; a
-// band's gain goes to each of its bins. The ear resolves far less than
-// a bin up there, and this takes 40 % of the per-bin work at 48 kHz (`make eval`: unchanged). Per
-// bin or band (in stereo, one mask from both channels' mean power, applied to each, so the stereo
-// image stays):
+// band's gain goes to each of its bins. The ear resolves far less than a bin up there, and this
+// takes 40 % of the per-bin work at 48 kHz (`make eval`: unchanged). Per bin or band (in stereo,
+// one mask from both channels' mean power, applied to each, so the stereo image stays):
 // 1. Noise power: the speech-presence-probability tracker of Gerkmann & Hendriks (2012), which
 //    updates the estimate in proportion to how unlikely speech is in that bin and so follows noise
 //    that rises or falls within a second or two; capped by minimum statistics (Martin 2001) over
@@ -116,9 +115,6 @@ public struct NoiseSuppressor: ~Copyable {
     /// Bin range where speech probability is metered and the frame's speech presence is judged.
     let speechLow: Int
     let speechHigh: Int
-    /// The bins centred below 25 Hz (the DC bin at every rate): no voice reaches down there, while
-    /// rumble and the low end of pink and brown noise do.
-    let belowVoice: Int
     /// Converts a sum of bin powers (one-sided, doubled) into mean power per sample.
     let powerNormalization: Float
 
@@ -220,7 +216,6 @@ public struct NoiseSuppressor: ~Copyable {
 
         let binWidth = sampleRate / Double(n)
         speechLow = max(1, min(bins - 1, Int(300 / binWidth)))
-        belowVoice = min(bins - 1, Int((25 / binWidth).rounded(.up)))
         speechHigh = max(speechLow + 1, min(bins, Int(4000 / binWidth) + 1))
         statsSplit = min(bins, speechHigh)
         var firsts = Array(0..<statsSplit)
@@ -665,19 +660,17 @@ public struct NoiseSuppressor: ~Copyable {
             appliedGain[k] = 1 - strength * (1 - gated)
         }
         // The DC and Nyquist bins are real: their powers do not follow the complex statistics the
-        // rules assume, and they carry no speech. They take their neighbours' gains.
+        // rules assume, and they carry no speech. The Nyquist bin takes its neighbour's gain. The DC
+        // bin (below 25-47 Hz, under any voice) takes the floor: the synthesis window smears a
+        // harmonic's gain over about three bins, so the lowest harmonic held the rumble beneath it
+        // open (in the CI test, a fifth of the noise left while somebody spoke at 48 kHz was there).
+        // Not the next bin too (47 Hz at 48 kHz, 31 Hz at 8 kHz): a fundamental near 100 Hz would
+        // lose 1 dB and turn 15 degrees through the same smear (clean-speech SI-SDR 24 dB in
+        // `make eval`, 25 dB for speech at 8 kHz in the tests).
         gain[0] = gain[1]
-        appliedGain[0] = appliedGain[1]
+        appliedGain[0] = 1 - strength * (1 - floor)
         gain[statsBins - 1] = gain[statsBins - 2]
         appliedGain[bins - 1] = appliedGain[bins - 2]
-        // Below any voice the mask is the floor. The synthesis window smears a harmonic's gain over
-        // about three bins, so the lowest harmonic held the rumble beneath it open: in the CI test,
-        // a fifth of the noise left while somebody spoke at 48 kHz was in the DC bin (0-23 Hz).
-        // Only the DC bin: floor the next one too (47 Hz at 48 kHz, 31 Hz at 8 kHz) and a fundamental
-        // near 100 Hz loses 1 dB and turns 15 degrees through the same smear (clean-speech SI-SDR
-        // 24 dB in `make eval`, 25 dB for speech at 8 kHz in the tests).
-        let floorApplied = 1 - strength * (1 - floor)
-        for k in 0..<belowVoice { appliedGain[k] = floorApplied }
         var presenceSum: Float = 0
         for k in speechLow..<speechHigh { presenceSum += presence[k] }
         // While the gate is shut the suppressor treats everything as noise, and the meter says so.

@@ -173,22 +173,29 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
         print("speech-dominated spectrum: mean change \(result.meanSpectralDeviation) dB, worst \(result.worstSpectralDeviation) dB (issue #3 asks for 1 dB)")
     }
 
-    /// PipeWire hands a starting source zeros before the first real buffers: the estimate learned on
-    /// that silence must not leave the noise that follows unsuppressed for seconds.
+    /// `signal` after a second of digital silence (PipeWire hands a starting source zeros before the
+    /// first real buffers), through a fresh suppressor: the input and the output aligned with it.
+    func afterDigitalSilence(_ signal: [Float], rate: Double) -> (input: [Float], output: [Float], silence: Int) {
+        let silence = Int(rate)
+        var input = signal
+        for i in 0..<silence { input[i] = 0 }
+        var output = input
+        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
+        output.withUnsafeMutableBufferPointer { suppressor.process($0.baseAddress!, nil, count: input.count) }
+        let latency = suppressor.latency
+        return (input, Array(output[latency...]) + [Float](repeating: 0, count: latency), silence)
+    }
+
+    /// The estimate learned on that silence must not leave the noise that follows unsuppressed for seconds.
     @Test(arguments: [8000.0, 48000, 192000])
     func noiseAfterDigitalSilenceIsLearnedQuickly(rate: Double) {
         let count = Int(rate * 3)
-        let silence = Int(rate)
         var maker = SignalMaker(seed: 11)
         let white = maker.white(count), pink = maker.pink(count)
-        var input = [Float](repeating: 0, count: count)
-        for i in silence..<count { input[i] = 0.02 * (white[i] + 4 * pink[i]) }
-        var output = input
-        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
-        output.withUnsafeMutableBufferPointer { suppressor.process($0.baseAddress!, nil, count: count) }
+        let run = afterDigitalSilence(zip(white, pink).map { 0.02 * ($0 + 4 * $1) }, rate: rate)
         // From 1 s after the noise starts: within 3 dB of ns.reduction (20 dB).
-        let from = silence + Int(rate), to = count - suppressor.latency
-        let change = decibels(meanSquare(output[(from + suppressor.latency)..<count]) / meanSquare(input[from..<to]))
+        let from = run.silence + Int(rate), to = count - NoiseSuppressor.latency(sampleRate: rate)
+        let change = decibels(meanSquare(run.output[from..<to]) / meanSquare(run.input[from..<to]))
         #expect(change <= -17, "noise 1-2 s after digital silence changed by \(change) dB at \(rate) Hz")
     }
 
@@ -196,19 +203,12 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
     @Test(arguments: [8000.0, 48000])
     func speechAfterDigitalSilenceIsKept(rate: Double) {
         let count = Int(rate * 3)
-        let silence = Int(rate)
-        let (speech, _) = SignalMaker.speech(rate: rate, count: count)
-        var input = [Float](repeating: 0, count: count)
-        for i in silence..<count { input[i] = speech[i] }
-        var output = input
-        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
-        output.withUnsafeMutableBufferPointer { suppressor.process($0.baseAddress!, nil, count: count) }
-        let latency = suppressor.latency
+        let run = afterDigitalSilence(SignalMaker.speech(rate: rate, count: count).signal, rate: rate)
         var error = 0.0, reference = 0.0
-        for i in silence..<(count - latency) {
-            let difference = Double(output[i + latency] - input[i])
+        for i in run.silence..<(count - NoiseSuppressor.latency(sampleRate: rate)) {
+            let difference = Double(run.output[i] - run.input[i])
             error += difference * difference
-            reference += Double(input[i]) * Double(input[i])
+            reference += Double(run.input[i]) * Double(run.input[i])
         }
         #expect(decibels(reference / error) >= 30, "speech after digital silence: SDR \(decibels(reference / error)) dB at \(rate) Hz")
     }
