@@ -252,10 +252,12 @@ public struct NoiseSuppressor: ~Copyable {
         minimumWindowFrames = max(1, Int(1.5 / 8 / frameSeconds))
         powerSmoothing = Float(LibM.exp(-frameSeconds / 0.05))
         // The minimum of a smoothed periodogram sits well below the noise's mean (Martin 2001 derives
-        // the factor from its variance). 3 for this smoothing and overlap: on stationary noise the
-        // ceiling stays near the tracker's estimate (fan noise still loses 17.6 dB at a 20 dB
-        // reduction), while on babble and cafe it keeps more of the talker (EVALUATION.md).
-        minimumBias = 3
+        // the factor from its variance). 2.75 for this smoothing and overlap: on stationary noise the
+        // ceiling stays near the tracker's estimate (noise alone still loses the full 20 dB), while
+        // on babble and cafe it keeps more of the talker. 3 / 2.75 / 2.5 give a mean STOI change of
+        // -0.0005 / +0.0001 / +0.0008 in `make eval`, and the CI test's SNR improvement at its worst
+        // rate 8.11 / 8.03 / 7.85 dB (EVALUATION.md): the two targets meet only near 2.75.
+        minimumBias = 2.75
         set(values)
         mix = enabled ? 1 : 0
     }
