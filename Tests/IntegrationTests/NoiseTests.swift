@@ -10,7 +10,7 @@ import Testing
 import TestSupport
 
 @Suite(.serialized) struct NoiseTests {
-    static let suppressorBuilt = FileManager.default.fileExists(atPath: Repository.url("Sources/HearDSP/NoiseSuppressor.swift").path)
+    static let suppressorBuilt = FileManager.default.fileExists(atPath: Repository.url("Sources/HearDSP/NoiseSuppression/NoiseSuppressor.swift").path)
     static let leadIn = 5.0
 
     /// The noisy sample, mono 48 kHz float, in the session's folder.
