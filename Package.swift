@@ -23,7 +23,10 @@ let package = Package(
         // libpipewire-0.3 for hearctl status (Debian: libpipewire-0.3-dev, libspa-0.2-dev); never linked by the plugin.
         .systemLibrary(name: "CPipeWire", path: "modules/CPipeWire", pkgConfig: "libpipewire-0.3",
                        providers: [.apt(["libpipewire-0.3-dev", "libspa-0.2-dev"])]),
-        .target(name: "HearDSP", swiftSettings: realTimeFlags),
+        // The learned noise-suppression model's weights (hear-model.bin, from `make train`), embedded as data.
+        .target(name: "CHearModel", exclude: ["hear-model.bin", "hear-model.bin.sha256"],
+                cSettings: [.unsafeFlags(["-std=c23"])]),
+        .target(name: "HearDSP", dependencies: ["CHearModel"], swiftSettings: realTimeFlags),
         .target(
             name: "HearPlugin", dependencies: ["HearDSP", "HearControl", "CLADSPA", "CHearSys"], swiftSettings: realTimeFlags,
             // Self-contained for the PipeWire daemon: the Swift runtime linked in and hidden.
@@ -42,8 +45,10 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["HearDSP"], path: "Tests/TestSupport"),
         .target(name: "CMallocCounter", path: "Tests/CMallocCounter"),
         // A real-time LADSPA host process for the control tests (Tests/HearPluginTests/Control*.swift).
+        // Training features for the learned noise suppressor, computed by the suppressor itself (`make train`).
+        .executableTarget(name: "hear-features", dependencies: ["HearDSP"], path: "Tests/FeatureDump"),
         .executableTarget(name: "hear-testhost", dependencies: ["CLADSPA", "CMallocCounter"], path: "Tests/TestHost"),
-        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "TestSupport"]),
+        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "CHearModel", "TestSupport"]),
         .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "CLADSPA", "CMallocCounter", "TestSupport"]),
         .testTarget(name: "HearControlTests", dependencies: ["HearControl", "HearDSP", "TestSupport"]),
         // The conf.d drop-ins in a real PipeWire and PulseAudio that the tests start and stop themselves.

@@ -8,6 +8,12 @@ public enum ParameterValue {
     public static func parse(_ text: String, for parameter: Parameter) -> Result<Float, ProtocolError> {
         let spec = parameter.spec
         let trimmed = text.trimmingSpaces
+        if spec.scale == .toggle, spec.choices.count == 2 {
+            let name = trimmed.lowercased()
+            if name == spec.choices[0] || name == "0" { return .success(0) }
+            if name == spec.choices[1] || name == "1" { return .success(1) }
+            return .failure(ProtocolError(.badValue, "\(spec.key) is \(spec.choices[0]) or \(spec.choices[1]) (or 0 or 1), not '\(printable(trimmed))'"))
+        }
         if spec.scale == .toggle {
             switch trimmed.lowercased() {
             case "on", "true", "yes", "1", "1.0": return .success(1)
@@ -47,7 +53,7 @@ public enum ParameterValue {
     /// `value` with its unit, for people: "6 dB", "3:1", "on".
     public static func describe(_ value: Float, for parameter: Parameter) -> String {
         let spec = parameter.spec
-        if spec.scale == .toggle { return value >= 0.5 ? "on" : "off" }
+        if spec.scale == .toggle { return spec.switchName(value) }
         if spec.unit.isEmpty { return format(value) }
         if spec.unit == ":1" { return format(value) + ":1" }
         return format(value) + " " + spec.unit

@@ -18,6 +18,26 @@ public struct ParameterSpec: Sendable {
     public let unit: String
     public let scale: ParameterScale
     public let help: String
+    /// A switch's two settings by name (`ns.mode`: classical, learned); empty for off/on.
+    public let choices: [String]
+
+    public init(key: String, minimum: Float, maximum: Float, defaultValue: Float, unit: String, scale: ParameterScale,
+                help: String, choices: [String] = []) {
+        self.key = key
+        self.minimum = minimum
+        self.maximum = maximum
+        self.defaultValue = defaultValue
+        self.unit = unit
+        self.scale = scale
+        self.help = help
+        self.choices = choices
+    }
+
+    /// A switch's value as people write it: "on"/"off", or the setting's name.
+    public func switchName(_ value: Float) -> String {
+        let on = value >= 0.5
+        return choices.count == 2 ? choices[on ? 1 : 0] : (on ? "on" : "off")
+    }
 }
 
 /// One case per parameter; `rawValue` is its index in `ParameterValues` and its control-port order.
@@ -27,6 +47,7 @@ public enum Parameter: Int, CaseIterable, Sendable {
     case nsEnable
     case nsReduction
     case nsSensitivity
+    case nsMode
     case eqEnable
     case eqHighPassEnable
     case eqHighPassFrequency
@@ -85,6 +106,10 @@ public enum Parameter: Int, CaseIterable, Sendable {
         case .nsSensitivity:
             return .init(key: "ns.sensitivity", minimum: 0, maximum: 100, defaultValue: 50, unit: "%", scale: .linear,
                          help: "How readily the noise suppressor treats sound as noise (50 = neutral)")
+        case .nsMode:
+            return .init(key: "ns.mode", minimum: 0, maximum: 1, defaultValue: 0, unit: "", scale: .toggle,
+                         help: "Noise suppressor: classical (statistical estimator) or learned (the trained gain model)",
+                         choices: ["classical", "learned"])
         case .eqEnable:
             return .init(key: "eq.enable", minimum: 0, maximum: 1, defaultValue: 1, unit: "", scale: .toggle,
                          help: "Equalizer on/off")

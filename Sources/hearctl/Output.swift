@@ -93,10 +93,10 @@ enum Output {
             let spec = parameter.spec
             let values = chains.map { chain -> String in
                 guard let value = chain.values.first(where: { $0.0 == parameter })?.1 else { return "-" }
-                return spec.scale == .toggle ? (value >= 0.5 ? "on" : "off") : ParameterValue.format(value)
+                return spec.scale == .toggle ? spec.switchName(value) : ParameterValue.format(value)
             }
-            let range = spec.scale == .toggle ? "off/on" : "\(ParameterValue.format(spec.minimum))..\(ParameterValue.format(spec.maximum))"
-            let defaultText = spec.scale == .toggle ? (spec.defaultValue >= 0.5 ? "on" : "off") : ParameterValue.format(spec.defaultValue)
+            let range = spec.scale == .toggle ? "\(spec.switchName(0))/\(spec.switchName(1))" : "\(ParameterValue.format(spec.minimum))..\(ParameterValue.format(spec.maximum))"
+            let defaultText = spec.scale == .toggle ? spec.switchName(spec.defaultValue) : ParameterValue.format(spec.defaultValue)
             rows.append([spec.key] + values + [range, defaultText, spec.unit.isEmpty ? "-" : spec.unit, spec.help])
         }
         return table(rows)

@@ -17,7 +17,7 @@ import Testing
         var lines = ["| key | range | default | unit | what it does |", "|---|---|---|---|---|"]
         for parameter in Parameter.allCases {
             let spec = parameter.spec
-            let range = spec.scale == .toggle ? "0 or 1" : "\(number(spec.minimum)) to \(number(spec.maximum))"
+            let range = spec.scale == .toggle ? (spec.choices.count == 2 ? "0 (\(spec.choices[0])) or 1 (\(spec.choices[1]))" : "0 or 1") : "\(number(spec.minimum)) to \(number(spec.maximum))"
             lines.append("| `\(spec.key)` | \(range) | \(number(spec.defaultValue)) | \(spec.unit) | \(spec.help) |")
         }
         return lines.joined(separator: "\n")

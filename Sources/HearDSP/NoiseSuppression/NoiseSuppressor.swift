@@ -124,6 +124,35 @@ public struct NoiseSuppressor: ~Copyable {
     /// every frame (1) keeps a little more speech but leaves more musical noise and costs more.
     let group = 2
     var groupPosition = 0
+    /// The learned mode (LearnedGains.swift): bands, the model, and per band: mean noise and clean
+    /// estimates, power (then level), the last level feature and the model's gains; per bin: the
+    /// learned gains and scratch.
+    let bands: SpeechBands
+    var model: GainModel
+    let bandNoise: UnsafeMutablePointer<Float>
+    let bandClean: UnsafeMutablePointer<Float>
+    let bandEnergy: UnsafeMutablePointer<Float>
+    let previousLevel: UnsafeMutablePointer<Float>
+    let bandGain: UnsafeMutablePointer<Float>
+    let learnedBinGain: UnsafeMutablePointer<Float>
+    let binScratch: UnsafeMutablePointer<Float>
+    /// Band power to the level at 48 kHz (see LearnedGains.swift).
+    let levelScale: Float
+    /// Statistics updates since the last model step.
+    var modelPhase = 0
+    /// The model's speech probability, last step.
+    var modelSpeech: Float = 0
+    /// How much of the mask is the learned one: glides to 1 in learned mode, to 0 in classical.
+    var learnedMix: Float = 0
+    var learned = false
+    /// Whether the learned mode can run (the compiled-in model loaded and fits this suppressor).
+    public var modelAvailable: Bool { model.isAvailable && model.stride == Self.modelStride && model.inputs == Self.featureCount
+        && model.outputs > SpeechBandLayout.count }
+    /// Training (hear-features): compute the features at every model step, in either mode.
+    public var recordsFeatures = false
+    /// Model steps taken (or, with `recordsFeatures`, feature sets computed) since init.
+    public private(set) var modelSteps = 0
+
     /// Tests only: apply this mask (another instance's `appliedGain`) instead of computing one, to
     /// measure what a mask does to the speech and the noise of a mixture separately.
     var maskOverride: UnsafeMutablePointer<Float>? = nil
@@ -136,6 +165,7 @@ public struct NoiseSuppressor: ~Copyable {
     let riseMinimum: Float
     let mixRate: Float
     let meterRate: Float
+    let learnedRate: Float
     let warmupFrames: Int
 
     // Settings.
@@ -165,6 +195,10 @@ public struct NoiseSuppressor: ~Copyable {
         frameLength = n
         bins = n / 2 + 1
         latency = 2 * m - 1
+        // The noncopyable members first: the optimizer must never see them uninitialized while
+        // the initializer reads self (it then freed garbage here).
+        bands = SpeechBands(sampleRate: sampleRate, frameLength: n)
+        model = GainModel()
 
         analysisWindow = .allocate(capacity: n)
         synthesisWindow = .allocate(capacity: 2 * m)
@@ -247,6 +281,7 @@ public struct NoiseSuppressor: ~Copyable {
         riseMinimum = Float(1 - LibM.exp(-frameSeconds / 0.030))
         mixRate = Float(1 - LibM.exp(-frameSeconds / 0.010))
         meterRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
+        learnedRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
         warmupFrames = max(1, Int(0.03 / frameSeconds))
         // Minima over 8 sub-windows spanning about 1.5 s: longer than a word, shorter than a noise change may take.
         minimumWindowFrames = max(1, Int(1.5 / 8 / frameSeconds))
@@ -258,8 +293,18 @@ public struct NoiseSuppressor: ~Copyable {
         // -0.0005 / +0.0001 / +0.0008 in `make eval`, and the CI test's SNR improvement at its worst
         // rate 8.11 / 8.03 / 7.85 dB (EVALUATION.md): the two targets meet only near 2.75.
         minimumBias = 2.75
+
+        bandNoise = buffer(SpeechBandLayout.count)
+        bandClean = buffer(SpeechBandLayout.count)
+        bandEnergy = buffer(SpeechBandLayout.count)
+        previousLevel = buffer(SpeechBandLayout.count, (Self.levelFloorDB + 50) * 0.05)
+        bandGain = buffer(SpeechBandLayout.count, 1)
+        learnedBinGain = buffer(bins, 1)
+        binScratch = buffer(bins)
+        levelScale = powerNormalization * Float(n) * Float(48000 / sampleRate)
         set(values)
         mix = enabled ? 1 : 0
+        learnedMix = learned && modelAvailable ? 1 : 0
     }
 
     deinit {
@@ -293,10 +338,18 @@ public struct NoiseSuppressor: ~Copyable {
         binGain.deallocate()
         statsWeight.deallocate()
         statsFirst.deallocate()
+        bandNoise.deallocate()
+        bandClean.deallocate()
+        bandEnergy.deallocate()
+        previousLevel.deallocate()
+        bandGain.deallocate()
+        learnedBinGain.deallocate()
+        binScratch.deallocate()
     }
 
     @_noLocks public mutating func set(_ values: ParameterValues) {
         enabled = values[.nsEnable] != 0
+        learned = values[.nsMode] != 0
         floorGain = Float(LibM.exp(-Double(values[.nsReduction]) * 0.11512925464970229))
         // Sensitivity 0...100 % scales the noise estimate by -6...+6 dB: more of the signal counts as
         // noise. At 50 the gain rule reads the estimate 1.25 dB low: quiet parts of speech keep more
@@ -331,6 +384,13 @@ public struct NoiseSuppressor: ~Copyable {
         speechProbability = 0
         noiseFloorDB = -120
         activity.reset()
+        model.reset()
+        modelPhase = 0
+        modelSpeech = 0
+        learnedMix = learned && modelAvailable ? 1 : 0
+        previousLevel.update(repeating: (Self.levelFloorDB + 50) * 0.05, count: SpeechBandLayout.count)
+        bandGain.update(repeating: 1, count: SpeechBandLayout.count)
+        learnedBinGain.update(repeating: 1, count: bins)
     }
 
     /// Processes `count` samples in place; `right` is used only in stereo. Output is the input
@@ -438,6 +498,7 @@ public struct NoiseSuppressor: ~Copyable {
                 for k in 0..<bins { appliedGain[k] = maskOverride[k] }
             } else if last {
                 computeGain()
+                learnedStep()
             }
             for c in 0..<channelCount {
                 let re = spectrumReal + c * bins, im = spectrumImaginary + c * bins
@@ -470,6 +531,35 @@ public struct NoiseSuppressor: ~Copyable {
             }
             inputStart = 0
         }
+    }
+
+    /// After the classical gain: the model's step when one is due, the learned mask blended in, and
+    /// the glide between the modes (about 50 ms: no click, and the model has begun to settle).
+    @inline(__always) mutating func learnedStep() {
+        let available = modelAvailable
+        let target: Float = learned && available ? 1 : 0
+        if target > 0 && learnedMix == 0 {
+            // Coming from the classical mode: the model starts fresh, as on a new stream.
+            model.reset()
+            bandGain.update(repeating: 1, count: SpeechBandLayout.count)
+            modelPhase = 0
+        }
+        let running = available && (target > 0 || learnedMix > 0)
+        if running || recordsFeatures {
+            modelPhase &+= 1
+            if modelPhase >= Self.modelStride {
+                modelPhase = 0
+                computeFeatures()
+                if running { stepModel() }
+                modelSteps &+= 1
+            }
+        }
+        if learnedMix > 0 {
+            blendLearnedGains()
+            speechProbability += learnedMix * meterRate * (modelSpeech - speechProbability)
+        }
+        learnedMix += learnedRate * (target - learnedMix)
+        if abs(target - learnedMix) < 1e-3 { learnedMix = target }
     }
 
     /// Step 1: speech-presence-probability noise tracking (Gerkmann & Hendriks 2012).

@@ -1,0 +1,92 @@
+// The learned mode (`ns.mode learned`): the classical estimator keeps running, and its state is
+// the model's input; the model's band gains replace the classical mask.
+//
+// Features, once per model step (every `modelStride` statistics updates, 10.7 ms), per band b of
+// SpeechBands (32), each scaled to about -2.5...2.5:
+//   [b]       level: band power as dB, (dB + 50) / 20; the power is the band's mean bin power read as
+//             a level at 48 kHz (a band-limited signal gives the same level at every rate), floored
+//             at -100 dB, which is also what a band above the Nyquist frequency reads
+//   [32 + b]  the level's change since the last step, within ±2 (0 in a band without bins)
+//   [64 + b]  posterior SNR: band power over the classical noise estimate, dB / 20, -1...3
+//   [96 + b]  a-priori SNR: the classical clean-speech estimate (LSA gain² · power) over the noise
+//             estimate, dB / 20, -1.25...3
+//   [128]     the classical gate's openness (SpeechActivity), [129] its periodicity.
+// The estimate is read unscaled: ns.sensitivity moves the model's input only through the clean
+// estimate. Training (Tests/Training) computes the same features with this very code
+// (hear-features), so the model never sees features from another implementation.
+
+extension NoiseSuppressor {
+    public static let featureCount = 4 * SpeechBandLayout.count + 2
+    /// Statistics updates per model step: 10.7 ms at every rate, like RNNoise's 10 ms frames; every
+    /// update (5.3 ms) would double the model's cost for no gain the evaluation could measure.
+    public static let modelStride = 2
+    static let levelFloorDB: Float = -100
+
+    /// Band powers from the last model step, as levels at 48 kHz (linear; see the header).
+    public var bandPowers: UnsafePointer<Float> { UnsafePointer(bandEnergy) }
+    /// The features of the last model step (`featureCount` values).
+    public var features: UnsafePointer<Float> { UnsafePointer(model.features) }
+
+    /// A statistics bin's value spread to every spectrum bin it stands for.
+    @inline(__always) func expand(_ stats: UnsafeMutablePointer<Float>, into perBin: UnsafeMutablePointer<Float>) {
+        for k in 0..<statsSplit { perBin[k] = stats[k] }
+        for j in statsSplit..<statsBins {
+            let v = stats[j]
+            for k in statsFirst[j]..<statsFirst[j + 1] { perBin[k] = v }
+        }
+    }
+
+    /// Writes the features into the model's input; needs this update's `computeGain` (clean estimate).
+    @inline(__always) mutating func computeFeatures() {
+        let count = SpeechBandLayout.count
+        expand(noise, into: binScratch)
+        bands.average(binScratch, into: bandNoise)
+        expand(cleanPower, into: binScratch)
+        bands.average(binScratch, into: bandClean)
+        bands.average(binPower, into: bandEnergy)
+        let f = model.features
+        let toDB: Float = 3.0103  // 10 log10(x) = 3.0103 log2(x)
+        for b in 0..<count {
+            let has: Float = bands.inverseWeight[b] > 0 ? 1 : 0
+            let power = bandEnergy[b]
+            let level = levelScale * power
+            bandEnergy[b] = level
+            let levelDB = max(toDB * FastMath.log2(max(level, 1e-30)), Self.levelFloorDB)
+            let feature = (levelDB + 50) * 0.05
+            f[b] = feature
+            f[count + b] = has * min(max(feature - previousLevel[b], -2), 2)
+            previousLevel[b] = feature
+            let noiseFloor = max(bandNoise[b], 1e-30)
+            let posterior = toDB * FastMath.log2(max(power, 1e-30) / noiseFloor) * 0.05
+            let priori = toDB * FastMath.log2(max(bandClean[b], 1e-30) / noiseFloor) * 0.05
+            f[2 * count + b] = has * min(max(posterior, -1), 3)
+            f[3 * count + b] = has * min(max(priori, -1.25), 3)
+        }
+        f[4 * count] = activity.openness
+        f[4 * count + 1] = activity.periodicity
+    }
+
+    /// One model step: the band gains, held from falling faster than 0.6 a step (a decaying tail
+    /// instead of a cut; RNNoise does the same), spread to the bins.
+    @inline(__always) mutating func stepModel() {
+        model.step()
+        let count = SpeechBandLayout.count
+        let result = model.result
+        for b in 0..<count { bandGain[b] = max(result[b], 0.6 * bandGain[b]) }
+        bands.interpolate(bandGain, into: learnedBinGain)
+        modelSpeech = count < model.outputs ? result[count] : 0
+    }
+
+    /// Blends the learned mask into `appliedGain` (which holds the classical one) by `learnedMix`.
+    @inline(__always) func blendLearnedGains() {
+        let floor = floorGain, strength = mix, weight = learnedMix
+        for k in 1..<bins {
+            let g = max(learnedBinGain[k], floor)
+            let learned = 1 - strength * (1 - g)
+            appliedGain[k] += weight * (learned - appliedGain[k])
+        }
+        // The DC bin carries no speech: the floor, as in the classical mask.
+        let dc = 1 - strength * (1 - floor)
+        appliedGain[0] += weight * (dc - appliedGain[0])
+    }
+}

@@ -1,0 +1,102 @@
+// The learned model's frequency bands: 32 bands defined in Hz, so the model sees the same bands at
+// every rate. Centres are 100 Hz apart up to 500 Hz (a bin is 31-47 Hz wide, so a narrower band
+// would hold less than two bins) and evenly spaced on the ERB-rate scale from 500 Hz to 20 kHz
+// above (about 1.2 ERB apart). Bands are triangles between neighbouring centres: every bin gives
+// its power to the two bands around it, with weights that sum to one, and takes its gain back from
+// them with the same weights. Bins above the last centre (20 kHz) belong to the last band, so at
+// 96 and 192 kHz everything above 20 kHz gets the top band's gain. Bands above the Nyquist
+// frequency hold no bin: their energy reads as the floor, exactly what a band-limited stream shows,
+// and the model was trained on band-limited streams for that reason.
+
+public enum SpeechBandLayout {
+    public static let count = 32
+    static let linearTop = 500.0
+    static let top = 20_000.0
+
+    /// ERB-rate (Glasberg & Moore 1990) of a frequency, and its inverse.
+    static func erbRate(_ hz: Double) -> Double { 21.4 * LibM.log10(1 + 0.00437 * hz) }
+    static func frequency(erbRate e: Double) -> Double { (LibM.exp(e / 21.4 * 2.302585092994046) - 1) / 0.00437 }
+
+    /// Centre frequency of band `b` in Hz.
+    public static func centre(_ b: Int) -> Double {
+        let linear = Int(linearTop / 100)  // 0, 100, ..., 400 Hz
+        if b < linear { return Double(b) * 100 }
+        let low = erbRate(linearTop), high = erbRate(top)
+        let step = (high - low) / Double(count - 1 - linear)
+        return frequency(erbRate: low + Double(b - linear) * step)
+    }
+}
+
+/// The band layout at one rate and transform length: per bin, the lower of its two bands and the
+/// weight of the upper one.
+struct SpeechBands: ~Copyable {
+    let bins: Int
+    /// Per bin: the band at or below it (0...count-1) and the upper band's share (0...1); the upper
+    /// band is `lower + 1`, except in the last band, where the share is 0.
+    let lower: UnsafeMutablePointer<Int>
+    let upperShare: UnsafeMutablePointer<Float>
+    /// Per band: 1 / the sum of its bins' weights (0 for a band without bins).
+    let inverseWeight: UnsafeMutablePointer<Float>
+
+    init(sampleRate: Double, frameLength n: Int) {
+        // Built in locals and stored at the end: the initializer never reads a half-built self.
+        let bins = n / 2 + 1
+        let count = SpeechBandLayout.count
+        let lower = UnsafeMutablePointer<Int>.allocate(capacity: bins)
+        let upperShare = UnsafeMutablePointer<Float>.allocate(capacity: bins)
+        let inverseWeight = UnsafeMutablePointer<Float>.allocate(capacity: count)
+        inverseWeight.initialize(repeating: 0, count: count)
+        let binWidth = sampleRate / Double(n)
+        var band = 0
+        var weights = [Double](repeating: 0, count: count)
+        for k in 0..<bins {
+            let f = Double(k) * binWidth
+            while band + 1 < count && SpeechBandLayout.centre(band + 1) <= f { band += 1 }
+            var share = 0.0
+            if band + 1 < count {
+                let from = SpeechBandLayout.centre(band), to = SpeechBandLayout.centre(band + 1)
+                share = (f - from) / (to - from)
+                weights[band + 1] += share
+            }
+            (lower + k).initialize(to: band)
+            (upperShare + k).initialize(to: Float(share))
+            weights[band] += 1 - share
+        }
+        for b in 0..<count where weights[b] > 0 { inverseWeight[b] = Float(1 / weights[b]) }
+        self.bins = bins
+        self.lower = lower
+        self.upperShare = upperShare
+        self.inverseWeight = inverseWeight
+    }
+
+    deinit {
+        lower.deallocate()
+        upperShare.deallocate()
+        inverseWeight.deallocate()
+    }
+
+    /// Mean of `values` (per bin) over each band's triangle, into `bands` (count). Bins must be
+    /// `bins` long; bands without bins read 0.
+    @inline(__always) func average(_ values: UnsafePointer<Float>, into bands: UnsafeMutablePointer<Float>) {
+        let count = SpeechBandLayout.count
+        for b in 0..<count { bands[b] = 0 }
+        for k in 0..<bins {
+            let b = lower[k], share = upperShare[k], v = values[k]
+            bands[b] += (1 - share) * v
+            // The last band's share is 0, so writing its (nonexistent) upper neighbour is avoided by index.
+            let upper = b + 1 < count ? b + 1 : b
+            bands[upper] += share * v
+        }
+        for b in 0..<count { bands[b] *= inverseWeight[b] }
+    }
+
+    /// Per-bin gains from per-band gains, the same triangles.
+    @inline(__always) func interpolate(_ bands: UnsafePointer<Float>, into values: UnsafeMutablePointer<Float>) {
+        let count = SpeechBandLayout.count
+        for k in 0..<bins {
+            let b = lower[k], share = upperShare[k]
+            let upper = b + 1 < count ? b + 1 : b
+            values[k] = bands[b] + share * (bands[upper] - bands[b])
+        }
+    }
+}
