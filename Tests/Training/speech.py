@@ -1,0 +1,571 @@
+"""The speech the learned noise suppressor is trained, validated and evaluated on, split by speaker.
+
+Every source is a Debian package, installed by the make targets (`DEBIAN_PACKAGES`); files are
+picked by package (`dpkg -L`), never by globbing a shared directory: asterisk-prompt-* install into
+the same /usr/share/asterisk/sounds tree as the asterisk-core-sounds-* packages, which are reserved
+for independent evaluation (issue #13) and must never be read here.
+
+Audio is decoded with sox (mixed to mono, resampled to 48 kHz) into a cache under
+.build/train-cache, leading and trailing silence trimmed, and kept per speaker as float32; callers
+get float64 mono 48 kHz arrays.
+
+The split, by speaker (a speaker's prompts all land in one split):
+
+  eval   held-out recorded human voices, used only by `make eval` (Tests/Evaluation):
+         asterisk-prompt-es-co (Colombian Spanish, 8 kHz GSM), pocketsphinx-testdata (English,
+         16 kHz: a LibriVox reader and CMU test utterances), and the hedgewars packs Default_es,
+         Default_uk and Russian_pl.
+  valid  checkpoint selection: hedgewars Default_pl and Default_ru, and the festival voice
+         czech_dita (a female TTS voice no other split uses).
+  train  everything else: asterisk-prompt-it-menardi-wav (Italian, 8 kHz), asterisk-prompt-fr-
+         armelle (French, 8 kHz GSM), the remaining hedgewars packs, festival voices and espeak-ng
+         variants.
+
+Why hedgewars is split this way: hedgewars does not document who voiced which pack (its credits
+name one "hedgehogs voice" actor). The background noise of each pack's recordings (the spectrum of
+its quietest frames) shows one recording setup shared by British, Classic, Default, Mobster,
+Pirate, Russian, Singer, Surfer and Robot (pairwise correlation 0.86-0.97), so those are treated as
+one possible speaker and all go to train. The localized packs were recorded elsewhere. Default_es
+stands apart (gated to digital silence, Spanish); Default_uk and Russian_pl are the closest pair
+of packs outside that cluster (cepstral mean distance 9.6), so they stay together, in eval.
+Default_pl and Default_ru (similar setups to each other) are validation. HillBilly is ambiguous
+(its voice is close to Surfer's) and goes to train. Robot is excluded: it is processed to a
+monotone buzz (F0 spread 214-252 Hz) and would teach the model that a steady harmonic drone is
+speech, the opposite of what hum and fan noise need. The game's grunts (Ooff, Ow, Jump, Laugh,
+coughs) stay in train as vocalizations but are left out of the eval and valid utterances.
+
+TTS: the eval's own TTS set (Tests/Evaluation/corpus.py) speaks with flite slt/rms/awb/kal16/kal
+and espeak-ng variants f3, m3 (talkers) and Andrea, Adam, f2, m4, f4, m7 (babble). None of those
+voices is used here: no flite voice at all, no festival kal or slt voice, and those espeak variants
+in no language. festival's Hindi/Marathi/Telugu NSK voices do not run with Debian's festival 2.5
+and are not used; open-jtalk has no voice in Debian main. TTS is 32 % of the train audio (22 of
+70 min), and data.py draws a TTS voice for only 30 % of clips: espeak-ng is a formant synthesizer,
+and RNNoise's collapse on it (issue #13) shows how far such voices are from people.
+
+Amounts after trimming: train 69 speakers, 47.7 min recorded (11 voices, the 8 English hedgewars
+packs perhaps one actor; 39 min of it the two 8 kHz asterisk voices) + 22.1 min TTS; valid 3 speakers, 1.2 min recorded + 1.0 min TTS; eval 5
+speakers, 13.1 min recorded (10 min of it es-co; make eval uses 12 utterances).
+
+Utterances are 2-5 s: short prompts of one speaker joined with short pauses.
+
+    python3 speech.py            builds the cache (first run: ~1.5 min) and prints the split table
+"""
+
+import argparse
+import concurrent.futures
+import hashlib
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+RATE = 48000
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CACHE = os.path.join(ROOT, ".build", "train-cache")
+VERSION = 1  # bump to rebuild the per-speaker caches
+
+# What the sources need; `make` installs them (apt-get install --no-install-recommends).
+DEBIAN_PACKAGES = [
+    "sox", "espeak-ng", "festival",
+    "asterisk-prompt-it-menardi-wav", "asterisk-prompt-fr-armelle", "asterisk-prompt-es-co",
+    "pocketsphinx-testdata", "hedgewars-data",
+    "festvox-kdlpc16k", "festvox-italp16k", "festvox-itapc16k", "festvox-ca-ona-hts",
+    "festvox-czech-dita", "festvox-czech-krb", "festvox-czech-machac", "festvox-czech-ph",
+    "festvox-ru", "festvox-suopuhe-lj", "festvox-suopuhe-mv",
+]
+RESERVED = re.compile(r"^asterisk-core-sounds")
+
+
+@dataclass(frozen=True)
+class Speaker:
+    name: str       # unique, used in manifests and cache names
+    kind: str       # "recorded" or "tts"
+    language: str
+    split: str      # "train", "valid" or "eval"
+    rate: int       # the source's own sample rate (its bandwidth is rate / 2)
+    source: tuple   # ("package", package, exclude-regex) | ("hedgewars", pack) | ("festival", voice, encoding) | ("espeak", voice)
+    texts: str = ""  # language key into TEXTS, for TTS
+
+
+# --- texts for the TTS voices (written for this file; not the eval's Harvard sentences) ---
+
+TEXTS = {
+    "en": [
+        "Can you hear me now, or should I call you back from the other room?",
+        "I'm sharing my screen, tell me when you can see the spreadsheet.",
+        "Sorry, I was on mute for the first part of that.",
+        "Let's move the review to Thursday afternoon if that works for everyone.",
+        "The build failed again last night, but only on the slow machine.",
+        "My daughter starts school next week, so mornings will be busy.",
+        "Could you repeat the last number? The line cut out for a second.",
+        "We measured it twice and the results were almost the same.",
+        "I think the printer on the second floor is out of paper again.",
+        "The train was late, so I walked the last two miles in the rain.",
+        "Please send me the draft before lunch and I'll read it on the way.",
+        "Honestly, I have no idea why the test passes on my laptop.",
+        "There is a bakery near the station that opens at six.",
+        "Turn left after the bridge and park behind the blue building.",
+        "We need three more volunteers for the weekend shift.",
+        "The meeting ran long, and nobody remembered to take notes.",
+        "If the numbers hold, we can ship the update at the end of the month.",
+        "I'll be back in five minutes, someone is at the door.",
+        "Her brother fixed the old radio with a paper clip and some tape.",
+        "Is it just me, or is there an echo on this call?",
+    ],
+    "it": [
+        "Mi senti adesso, oppure ti richiamo dall'altra stanza?",
+        "Domani mattina passo in ufficio a prendere i documenti.",
+        "Il treno era in ritardo e sono arrivato a casa molto tardi.",
+        "Scusa, ero in muto per la prima parte della riunione.",
+        "Possiamo spostare l'incontro a giovedì pomeriggio?",
+        "Mia sorella ha comprato una bicicletta nuova per andare al lavoro.",
+        "La connessione oggi è molto migliore di ieri.",
+        "Ripeti l'ultimo numero, per favore, non ho capito bene.",
+        "Al mercato c'erano pomodori, pesche e un formaggio buonissimo.",
+        "Ti mando il documento prima di pranzo, così lo leggi con calma.",
+        "Dopo il ponte gira a sinistra e parcheggia dietro la chiesa.",
+        "Abbiamo bisogno di altre tre persone per il turno di sabato.",
+    ],
+    "ca": [
+        "Em sents ara, o et torno a trucar des de l'altra habitació?",
+        "Demà al matí passaré per l'oficina a buscar els papers.",
+        "El tren anava amb retard i vaig arribar a casa molt tard.",
+        "Perdona, tenia el micròfon silenciat al principi de la reunió.",
+        "Podem moure la reunió a dijous a la tarda?",
+        "La meva germana s'ha comprat una bicicleta per anar a treballar.",
+        "Avui la connexió és molt millor que ahir.",
+        "Em pots repetir l'últim número, si us plau?",
+        "Al mercat hi havia tomàquets, préssecs i un formatge molt bo.",
+        "T'envio el document abans de dinar perquè el llegeixis amb calma.",
+        "Després del pont gira a l'esquerra i aparca darrere l'església.",
+        "Necessitem tres persones més per al torn de dissabte.",
+    ],
+    "cs": [
+        "Slyšíte mě teď, nebo vám mám zavolat z druhé místnosti?",
+        "Zítra ráno se zastavím v kanceláři pro ty papíry.",
+        "Vlak měl zpoždění, a tak jsem přišel domů pozdě večer.",
+        "Promiňte, na začátku schůzky jsem měl vypnutý mikrofon.",
+        "Můžeme poradu přesunout na čtvrtek odpoledne?",
+        "Moje sestra si koupila nové kolo, aby mohla jezdit do práce.",
+        "Dnes je spojení mnohem lepší než včera.",
+        "Zopakujte mi prosím to poslední číslo.",
+        "Na trhu měli rajčata, broskve a výborný sýr.",
+        "Pošlu vám ten dokument před obědem, abyste si ho mohl v klidu přečíst.",
+        "Za mostem odbočte doleva a zaparkujte za kostelem.",
+        "Na sobotní směnu potřebujeme ještě tři lidi.",
+        "Včera večer jsme dlouho seděli na zahradě a povídali si.",
+        "Ten starý počítač je pomalý, ale pořád funguje.",
+        "V neděli pojedeme k babičce na chatu.",
+        "Kdo zapomněl vypnout světlo v kuchyni?",
+        "Letos v zimě napadlo hodně sněhu.",
+        "Kniha, kterou jsi mi půjčil, je opravdu napínavá.",
+    ],
+    "ru": [
+        "Вы меня сейчас слышите, или мне перезвонить из другой комнаты?",
+        "Завтра утром я зайду в офис за документами.",
+        "Поезд опоздал, и я пришёл домой очень поздно.",
+        "Извините, в начале встречи у меня был выключен микрофон.",
+        "Можно перенести совещание на четверг после обеда?",
+        "Моя сестра купила новый велосипед, чтобы ездить на работу.",
+        "Сегодня связь гораздо лучше, чем вчера.",
+        "Повторите, пожалуйста, последнюю цифру.",
+        "На рынке были помидоры, персики и очень вкусный сыр.",
+        "Я пришлю вам документ до обеда, чтобы вы спокойно его прочитали.",
+        "После моста поверните налево и припаркуйтесь за церковью.",
+        "Нам нужны ещё три человека на субботнюю смену.",
+    ],
+    "fi": [
+        "Kuuletko minut nyt, vai soitanko sinulle toisesta huoneesta?",
+        "Huomenna aamulla haen paperit toimistolta.",
+        "Juna oli myöhässä, ja tulin kotiin vasta illalla.",
+        "Anteeksi, mikrofonini oli kiinni kokouksen alussa.",
+        "Voimmeko siirtää palaverin torstai-iltapäivään?",
+        "Siskoni osti uuden polkupyörän työmatkoja varten.",
+        "Yhteys on tänään paljon parempi kuin eilen.",
+        "Toistaisitko viimeisen numeron, kiitos.",
+        "Torilla oli tomaatteja, persikoita ja tosi hyvää juustoa.",
+        "Lähetän asiakirjan ennen lounasta, niin ehdit lukea sen rauhassa.",
+        "Sillan jälkeen käänny vasemmalle ja pysäköi kirkon taakse.",
+        "Tarvitsemme vielä kolme ihmistä lauantain vuoroon.",
+    ],
+    "de": [
+        "Hörst du mich jetzt, oder soll ich dich aus dem anderen Zimmer anrufen?",
+        "Morgen früh hole ich die Unterlagen im Büro ab.",
+        "Der Zug hatte Verspätung, deshalb war ich erst spät zu Hause.",
+        "Entschuldigung, am Anfang der Besprechung war mein Mikrofon aus.",
+        "Können wir das Treffen auf Donnerstagnachmittag verschieben?",
+        "Meine Schwester hat sich ein neues Fahrrad für den Arbeitsweg gekauft.",
+        "Die Verbindung ist heute viel besser als gestern.",
+        "Kannst du die letzte Zahl bitte noch einmal sagen?",
+    ],
+    "fr": [
+        "Tu m'entends maintenant, ou je te rappelle depuis l'autre pièce ?",
+        "Demain matin je passe au bureau chercher les papiers.",
+        "Le train avait du retard et je suis rentré très tard.",
+        "Pardon, mon micro était coupé au début de la réunion.",
+        "On peut déplacer la réunion à jeudi après-midi ?",
+        "Ma sœur a acheté un nouveau vélo pour aller au travail.",
+        "La connexion est bien meilleure aujourd'hui qu'hier.",
+        "Tu peux répéter le dernier chiffre, s'il te plaît ?",
+    ],
+    "es": [
+        "¿Me oyes ahora, o te llamo desde la otra habitación?",
+        "Mañana por la mañana paso por la oficina a buscar los papeles.",
+        "El tren llegó tarde y volví a casa muy tarde.",
+        "Perdona, tenía el micrófono apagado al principio de la reunión.",
+        "¿Podemos pasar la reunión al jueves por la tarde?",
+        "Mi hermana se compró una bicicleta nueva para ir al trabajo.",
+        "Hoy la conexión es mucho mejor que ayer.",
+        "¿Puedes repetir el último número, por favor?",
+    ],
+    "pt": [
+        "Você está me ouvindo agora, ou eu ligo do outro quarto?",
+        "Amanhã de manhã eu passo no escritório para pegar os papéis.",
+        "O trem atrasou e eu cheguei em casa muito tarde.",
+        "Desculpe, meu microfone estava desligado no começo da reunião.",
+        "Podemos mudar a reunião para quinta à tarde?",
+        "Minha irmã comprou uma bicicleta nova para ir ao trabalho.",
+        "A conexão hoje está muito melhor do que ontem.",
+        "Pode repetir o último número, por favor?",
+    ],
+    "pl": [
+        "Słyszysz mnie teraz, czy mam zadzwonić z drugiego pokoju?",
+        "Jutro rano wpadnę do biura po dokumenty.",
+        "Pociąg się spóźnił i wróciłem do domu bardzo późno.",
+        "Przepraszam, na początku spotkania miałem wyłączony mikrofon.",
+        "Czy możemy przenieść spotkanie na czwartek po południu?",
+        "Moja siostra kupiła nowy rower, żeby jeździć do pracy.",
+        "Dzisiaj połączenie jest dużo lepsze niż wczoraj.",
+        "Możesz powtórzyć ostatnią liczbę?",
+    ],
+    "nl": [
+        "Hoor je me nu, of zal ik je vanuit de andere kamer bellen?",
+        "Morgenochtend haal ik de papieren op kantoor op.",
+        "De trein had vertraging en ik was pas laat thuis.",
+        "Sorry, aan het begin van de vergadering stond mijn microfoon uit.",
+        "Kunnen we de vergadering naar donderdagmiddag verplaatsen?",
+        "Mijn zus heeft een nieuwe fiets gekocht om naar haar werk te gaan.",
+        "De verbinding is vandaag veel beter dan gisteren.",
+        "Kun je het laatste getal nog een keer zeggen?",
+    ],
+}
+
+# espeak-ng variants used by Tests/Evaluation/corpus.py (TALKERS and BABBLERS): never here.
+EVAL_ESPEAK_VARIANTS = {"f3", "m3", "Andrea", "Adam", "f2", "m4", "f4", "m7"}
+# (variant, espeak language, text language). Robotic, whispered, croaking and "demonic" variants
+# are left out: they are not voices a call carries.
+ESPEAK_TRAIN = [
+    ("m1", "en-us", "en"), ("m2", "en-gb", "en"), ("m5", "de", "de"), ("m6", "fr-fr", "fr"),
+    ("m8", "es", "es"), ("f1", "it", "it"), ("f5", "en-us", "en"), ("klatt", "en-gb", "en"),
+    ("klatt3", "nl", "nl"), ("klatt4", "pl", "pl"), ("Alicia", "es", "es"), ("Annie", "en-us", "en"),
+    ("aunty", "en-gb", "en"), ("belinda", "pt-br", "pt"), ("benjamin", "fr-fr", "fr"), ("david", "en-us", "en"),
+    ("ed", "de", "de"), ("edward", "en-gb", "en"), ("Gene", "en-us", "en"), ("iven", "cs", "cs"),
+    ("john", "en-us", "en"), ("linda", "en-gb", "en"), ("max", "de", "de"), ("Michael", "en-us", "en"),
+    ("norbert", "de", "de"), ("paul", "en-gb", "en"), ("pedro", "es", "es"), ("quincy", "en-us", "en"),
+    ("rob", "en-gb", "en"), ("robert", "nl", "nl"), ("steph", "fr-fr", "fr"), ("travis", "en-us", "en"),
+    ("victor", "ru", "ru"), ("zac", "en-us", "en"), ("grandma", "en-gb", "en"), ("grandpa", "en-us", "en"),
+    ("anika", "de", "de"), ("Mr", "en-gb", "en"), ("Diogo", "pt", "pt"), ("Lee", "en-us", "en"),
+    ("shelby", "en-us", "en"), ("caleb", "en-gb", "en"), ("Alex", "pl", "pl"), ("Andy", "en-us", "en"),
+    ("Hugo", "fr-fr", "fr"), ("marcelo", "es-419", "es"), ("antonio", "it", "it"), ("miguel", "es", "es"),
+]
+assert not EVAL_ESPEAK_VARIANTS & {v for v, _, _ in ESPEAK_TRAIN}
+ESPEAK_SENTENCES = 5  # per variant
+
+HEDGEWARS_SPLIT = {
+    "Default_es": "eval", "Default_uk": "eval", "Russian_pl": "eval",
+    "Default_pl": "valid", "Default_ru": "valid",
+    "British": "train", "Classic": "train", "Default": "train", "HillBilly": "train", "Mobster": "train",
+    "Pirate": "train", "Russian": "train", "Singer": "train", "Surfer": "train",
+    # "Robot": excluded (processed, see above)
+}
+HEDGEWARS_LANGUAGE = {"Default_es": "es", "Default_uk": "uk", "Russian_pl": "pl", "Default_pl": "pl",
+                      "Default_ru": "ru"}
+# Hedgewars lines that are not words.
+NONVERBAL = re.compile(r"^(Ooff|Ow|Jump|Laugh|Poison|Firepunch|Hmm|Whoopsee)", re.I)
+
+
+def _speakers():
+    s = [
+        Speaker("asterisk-it-menardi", "recorded", "it", "train", 8000,
+                ("package", "asterisk-prompt-it-menardi-wav", r"/silence/")),
+        Speaker("asterisk-fr-armelle", "recorded", "fr", "train", 8000, ("package", "asterisk-prompt-fr-armelle", None)),
+        Speaker("asterisk-es-co", "recorded", "es", "eval", 8000, ("package", "asterisk-prompt-es-co", None)),
+        Speaker("pocketsphinx", "recorded", "en", "eval", 16000, ("package", "pocketsphinx-testdata", None)),
+    ]
+    for pack, split in HEDGEWARS_SPLIT.items():
+        s.append(Speaker(f"hedgewars-{pack}", "recorded", HEDGEWARS_LANGUAGE.get(pack, "en"), split, 44100,
+                         ("hedgewars", pack)))
+    festival = [  # (voice, language, rate, input encoding, split)
+        ("ked_diphone", "en", 16000, "utf-8", "train"),
+        ("lp_diphone", "it", 16000, "latin-1", "train"),
+        ("pc_diphone", "it", 16000, "latin-1", "train"),
+        ("upc_ca_ona_hts", "ca", 16000, "latin-1", "train"),
+        ("czech_dita", "cs", 32000, "iso-8859-2", "valid"),
+        ("czech_krb", "cs", 32000, "iso-8859-2", "train"),
+        ("czech_machac", "cs", 32000, "iso-8859-2", "train"),
+        ("czech_ph", "cs", 44100, "iso-8859-2", "train"),
+        ("msu_ru_nsh_clunits", "ru", 16000, "utf-8", "train"),
+        ("suo_fi_lj_diphone", "fi", 22050, "latin-1", "train"),
+        ("hy_fi_mv_diphone", "fi", 22050, "latin-1", "train"),
+    ]
+    for voice, language, rate, encoding, split in festival:
+        s.append(Speaker(f"festival-{voice}", "tts", language, split, rate, ("festival", voice, encoding), language))
+    for variant, language, texts in ESPEAK_TRAIN:
+        s.append(Speaker(f"espeak-{language}+{variant}", "tts", texts, "train", 22050,
+                         ("espeak", f"{language}+{variant}"), texts))
+    return s
+
+
+SPEAKERS = _speakers()
+BY_NAME = {s.name: s for s in SPEAKERS}
+
+
+def speakers(split=None, kind=None):
+    return [s for s in SPEAKERS if (split is None or s.split == split) and (kind is None or s.kind == kind)]
+
+
+# --- decoding ---
+
+def package_files(package, exclude=None, extensions=(".wav", ".gsm", ".ogg", ".raw")):
+    """Audio files of one installed package, by `dpkg -L` (never by globbing a shared tree)."""
+    if RESERVED.match(package):
+        raise ValueError(f"{package} is reserved for independent evaluation")
+    out = subprocess.run(["dpkg", "-L", package], check=True, capture_output=True, text=True).stdout
+    files = sorted(line for line in out.splitlines()
+                   if line.lower().endswith(extensions) and os.path.isfile(line)
+                   and not (exclude and re.search(exclude, line)))
+    if not files:
+        raise RuntimeError(f"no audio in {package}: apt-get install {package}")
+    return files
+
+
+def _key(*parts):
+    return hashlib.sha1("\0".join(map(str, parts)).encode()).hexdigest()[:16]
+
+
+def decode(path):
+    """One file as float32 mono at 48 kHz (cached; sox does the decoding and resampling)."""
+    target = os.path.join(CACHE, "decoded", _key(path, os.path.getmtime(path)) + ".f32")
+    if not os.path.exists(target):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        source = ["-t", "raw", "-r", "16000", "-e", "signed", "-b", "16", "-c", "1", path] if path.endswith(".raw") else [path]
+        # 6 dB of headroom for the resampler's overshoot on full-scale game audio; levels are set later anyway.
+        subprocess.run(["sox", "-q", *source, "-t", "raw", "-e", "floating-point", "-b", "32", "-L", target + ".tmp",
+                        "channels", "1", "gain", "-6", "rate", "-v", str(RATE)], check=True)
+        os.replace(target + ".tmp", target)
+    return np.fromfile(target, dtype="<f4")
+
+
+def synthesize(speaker, text):
+    """One TTS prompt as a file in the cache (its path)."""
+    engine = speaker.source[0]
+    path = os.path.join(CACHE, "tts", f"{speaker.name}-{_key(text)}.wav".replace("+", "_"))
+    if os.path.exists(path):
+        return path
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if engine == "espeak":
+        # A little speed and pitch spread per sentence, deterministic from the text.
+        h = int(_key(speaker.name, text), 16)
+        speed, pitch = 135 + h % 40, 35 + (h >> 8) % 30
+        subprocess.run(["espeak-ng", "-v", speaker.source[1], "-s", str(speed), "-p", str(pitch),
+                        "-w", path + ".tmp.wav", text], check=True, capture_output=True)
+    else:
+        _, voice, encoding = speaker.source
+        subprocess.run(["text2wave", "-eval", f"(voice_{voice})", "-o", path + ".tmp.wav"],
+                       input=text.encode(encoding), check=True, capture_output=True)
+    os.replace(path + ".tmp.wav", path)
+    return path
+
+
+def trim(x, floor_db=-35.0, margin=0.02, fade=0.005):
+    """Leading and trailing silence off: 10 ms frames within floor_db of the loudest, plus a
+    margin; short fades so that a cut never clicks. DC removed."""
+    x = x.astype(np.float64)
+    x -= np.mean(x)
+    frame = RATE // 100
+    n = len(x) // frame
+    if n == 0:
+        return x[:0]
+    energy = np.mean(x[: n * frame].reshape(n, frame) ** 2, axis=1)
+    if energy.max() <= 1e-12:
+        return x[:0]
+    active = np.nonzero(energy > energy.max() * 10 ** (floor_db / 10))[0]
+    first = max(0, active[0] * frame - int(margin * RATE))
+    last = min(len(x), (active[-1] + 1) * frame + int(margin * RATE))
+    y = x[first:last].copy()
+    k = min(int(fade * RATE), len(y) // 2)
+    ramp = np.linspace(0.0, 1.0, k, endpoint=False)
+    y[:k] *= ramp
+    y[len(y) - k:] *= ramp[::-1]
+    return y
+
+
+def _sources(speaker):
+    """(name, path) per prompt; TTS prompts are synthesized on the way."""
+    kind = speaker.source[0]
+    if kind == "package":
+        _, package, exclude = speaker.source
+        return [(os.path.relpath(p, "/usr/share"), p) for p in package_files(package, exclude, (".wav", ".gsm", ".raw"))]
+    if kind == "hedgewars":
+        pack = speaker.source[1]
+        return [(os.path.basename(p)[:-4], p) for p in package_files("hedgewars-data", None, (".ogg",))
+                if os.path.basename(os.path.dirname(p)) == pack and "/Sounds/voices/" in p]
+    texts = TEXTS[speaker.texts]
+    if kind == "espeak":
+        start = sum(ord(c) for c in speaker.name) % len(texts)
+        texts = [texts[(start + i) % len(texts)] for i in range(min(ESPEAK_SENTENCES, len(texts)))]
+    return [(f"{i:02d}", synthesize(speaker, t)) for i, t in enumerate(texts)]
+
+
+class Prompts:
+    """One speaker's trimmed prompts, float32 at 48 kHz, concatenated (`audio`), with their
+    bounds and names. Cheap to share between forked workers."""
+
+    def __init__(self, speaker, audio, bounds, names):
+        self.speaker, self.audio, self.bounds, self.names = speaker, audio, bounds, names
+
+    def __len__(self):
+        return len(self.bounds)
+
+    def __getitem__(self, i):
+        a, b = self.bounds[i]
+        return self.audio[a:b].astype(np.float64)
+
+    def seconds(self):
+        return len(self.audio) / RATE
+
+
+def load(speaker, min_seconds=0.15):
+    """A speaker's prompts (built into the cache on first use)."""
+    if isinstance(speaker, str):
+        speaker = BY_NAME[speaker]
+    path = os.path.join(CACHE, "speakers", f"{speaker.name}-v{VERSION}.npz".replace("+", "_"))
+    if not os.path.exists(path):
+        prompts, names = [], []
+        for name, source in _sources(speaker):
+            y = trim(decode(source))
+            if len(y) >= min_seconds * RATE:
+                prompts.append(y.astype(np.float32))
+                names.append(name)
+        if not prompts:
+            raise RuntimeError(f"{speaker.name}: no usable prompt")
+        lengths = np.array([len(p) for p in prompts])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        np.savez(path + ".tmp.npz", audio=np.concatenate(prompts), lengths=lengths, names=np.array(names))
+        os.replace(path + ".tmp.npz", path)
+    with np.load(path) as data:
+        audio, lengths, names = data["audio"], data["lengths"], [str(n) for n in data["names"]]
+    ends = np.cumsum(lengths)
+    return Prompts(speaker, audio, np.stack([ends - lengths, ends], axis=1), names)
+
+
+def prompts(speaker):
+    """A speaker's prompts as float64 arrays, mono, 48 kHz."""
+    p = load(speaker)
+    return [p[i] for i in range(len(p))]
+
+
+def build_all(split=None, workers=2):
+    """Decode/synthesize every speaker of a split (all splits by default) into the cache."""
+    chosen = speakers(split)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(2, workers)) as pool:
+        return {p.speaker.name: p for p in pool.map(load, chosen)}
+
+
+# --- utterances ---
+
+def verbal(prompts_, i):
+    """False for the hedgewars grunts (not words)."""
+    return not (prompts_.speaker.source[0] == "hedgewars" and NONVERBAL.match(prompts_.names[i]))
+
+
+def join(pieces, gaps):
+    """Prompts with silences (seconds) between them."""
+    out = [pieces[0]]
+    for piece, gap in zip(pieces[1:], gaps):
+        out += [np.zeros(int(gap * RATE)), piece]
+    return np.concatenate(out)
+
+
+def utterance(prompts_, rng, seconds=(2.0, 5.0), gap=(0.08, 0.3), verbal_only=False, order=None):
+    """One utterance of 2-5 s: random prompts of one speaker joined by short pauses. A prompt
+    longer than the upper bound is an utterance of its own. `order` (a list of prompt indices)
+    makes the choice sequential instead of random: the first one that still fits is taken out."""
+    candidates = [i for i in range(len(prompts_)) if not verbal_only or verbal(prompts_, i)]
+    target, limit = rng.uniform(*seconds) * RATE, seconds[1] * RATE
+    pieces, gaps, total = [], [], 0
+    while total < target:
+        pause = rng.uniform(*gap) * RATE if pieces else 0
+        if order is not None:
+            # The first prompt in the order that still fits (any, for the first one).
+            fits = [k for k, i in enumerate(order) if not pieces or total + pause + np.diff(prompts_.bounds[i])[0] <= limit]
+            if not fits:
+                break
+            i = order.pop(fits[0])
+        else:
+            i = candidates[rng.integers(len(candidates))]
+        piece = prompts_[i]
+        if pieces and total + pause + len(piece) > limit:
+            break
+        if pieces:
+            gaps.append(pause / RATE)
+        pieces.append(piece)
+        total += pause + len(piece)
+    return join(pieces, gaps)
+
+
+# The recorded-speech set of `make eval`: 12 utterances, a fixed recipe over the eval speakers.
+EVAL_UTTERANCES = [("asterisk-es-co", 3), ("pocketsphinx", 3), ("hedgewars-Default_es", 2),
+                   ("hedgewars-Default_uk", 2), ("hedgewars-Russian_pl", 2)]
+EVAL_SEED = 31337
+
+
+def eval_utterances():
+    """[(talker, float64 48 kHz utterance)] for `make eval`, deterministic: per speaker, its
+    word prompts in a fixed shuffled order, joined with 0.15-0.25 s pauses into 2.5-5 s (a
+    longer single prompt stays whole)."""
+    out = []
+    for name, count in EVAL_UTTERANCES:
+        assert BY_NAME[name].split == "eval"
+        p = load(name)
+        rng = np.random.default_rng([EVAL_SEED, sum(map(ord, name))])
+        order = [int(i) for i in rng.permutation(len(p)) if verbal(p, i)]
+        for _ in range(count):
+            out.append((name, utterance(p, rng, seconds=(2.5, 5.0), gap=(0.15, 0.25), order=order)))
+    return out
+
+
+def summary(loaded):
+    lines = ["| split | speaker | kind | language | source rate | prompts | seconds |", "|---|---|---|---|---|---|---|"]
+    totals = {}
+    for split in ("train", "valid", "eval"):
+        for s in speakers(split):
+            p = loaded[s.name]
+            lines.append(f"| {split} | {s.name} | {s.kind} | {s.language} | {s.rate} | {len(p)} | {p.seconds():.1f} |")
+            t = totals.setdefault(split, {"recorded": 0.0, "tts": 0.0, "speakers": 0})
+            t[s.kind] += p.seconds()
+            t["speakers"] += 1
+    lines.append("")
+    for split, t in totals.items():
+        lines.append(f"{split}: {t['speakers']} speakers, {t['recorded'] / 60:.1f} min recorded + "
+                     f"{t['tts'] / 60:.1f} min TTS (after trimming)")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--split", choices=["train", "valid", "eval"], default=None)
+    args = parser.parse_args()
+    loaded = build_all(args.split)
+    if args.split is None:
+        print(summary(loaded))
+    else:
+        for name, p in loaded.items():
+            print(f"{name}: {len(p)} prompts, {p.seconds():.1f} s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
