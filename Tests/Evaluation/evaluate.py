@@ -1,15 +1,21 @@
 """hear's noise suppressor against RNNoise, WebRTC NS, speexdsp and DeepFilterNet3 (`make eval`).
 
-Builds the speech-in-noise set (corpus.py), runs every method on the same clips (each clip from a
-fresh state, at the method's own rate), compensates each method's delay (measured by
-cross-correlation on clean speech), and prints the tables kept in EVALUATION.md.
+Builds the speech-in-noise sets (corpus.py): recorded human speech of held-out speakers (12
+utterances x 8 noises x SNR -5/5/20 dB; reported first, the set issue #13's targets are measured on)
+and TTS voices (the original set). Runs every method on the same clips (each clip from a fresh state,
+at the method's own rate), compensates each method's delay (measured by cross-correlation on each
+set's clean speech), and prints the tables kept in EVALUATION.md, one block per set.
+
+    python evaluate.py [--set recorded|tts|all] [--only hear,RNNoise] [--controls ns.reduction=30]
 
 Metrics, on the utterance after a 1 s noise lead-in (every method gets the same lead-in):
-  PESQ-WB and STOI at 16 kHz against the clean utterance; SI-SDR improvement over the noisy input;
+  PESQ-WB and STOI at 16 kHz against the clean utterance (mean, by noise, by SNR, by talker; and the
+    STOI change against the unprocessed input); SI-SDR improvement over the noisy input;
   residual noise: output/input power of noise-only clips after their first 2 s (dB); and of the
     same clips after 1 s of digital silence (what PipeWire hands a starting source), over the
     second second of noise (dB);
-  clean distortion: SI-SDR of the output of clean speech against that speech (dB, method rate);
+  clean distortion: SI-SDR of the output of clean speech against that speech (dB, method rate;
+    per talker for the recorded set);
   delay: the measured lag (ms); CPU: time inside the suppressor per second of audio (% of a core);
   for hear its whole chain at defaults and for RNNoise, both timed in alternating rounds.
 """
@@ -62,7 +68,8 @@ def align(y, lag, n):
     return np.concatenate([out, np.zeros(n - len(out))])
 
 
-def run(method, clips, clean_only, noise_only):
+def run(method, clips, clean_only):
+    """One set's noisy and clean-only clips through one method."""
     lag = measure_delay(method, clean_only)
     pad = np.zeros(method.rate // 5)
     rows = []
@@ -77,9 +84,21 @@ def run(method, clips, clean_only, noise_only):
             quality = pesq(METRIC_RATE, reference, output, "wb")
         except Exception:  # PESQ refuses outputs with no detectable speech
             quality = 1.0
-        rows.append(dict(noise=clip["noise"], snr=clip["snr"], pesq=quality,
+        rows.append(dict(noise=clip["noise"], snr=clip["snr"], talker=clip["talker"], pesq=quality,
                          stoi=stoi(reference, output, METRIC_RATE, extended=False),
                          sisdr=si_sdr(output, reference) - si_sdr(noisy, reference)))
+    distortion, talkers = [], []
+    for clip in clean_only:
+        x = resample(clip["clean"], corpus.RATE, method.rate)
+        y = align(method.process(np.concatenate([x, pad])), lag, len(x))
+        distortion.append(si_sdr(y, x))
+        talkers.append(clip["talker"])
+    return dict(rows=rows, distortion=distortion, talkers=talkers, lag=lag, delay_ms=1000 * lag / method.rate)
+
+
+def run_noise(method, noise_only, lag):
+    """Noise alone (no speech; the same clips for every set)."""
+    pad = np.zeros(method.rate // 5)
     residual = {}
     for clip in noise_only:
         x = resample(clip["noisy"], corpus.RATE, method.rate)
@@ -92,13 +111,7 @@ def run(method, clips, clean_only, noise_only):
         y = align(method.process(np.concatenate([x, pad])), lag, len(x))
         second = slice(2 * method.rate, 3 * method.rate)
         after_silence[clip["noise"]] = 10 * np.log10(np.mean(y[second] ** 2) / np.mean(x[second] ** 2))
-    distortion = []
-    for clip in clean_only:
-        x = resample(clip["clean"], corpus.RATE, method.rate)
-        y = align(method.process(np.concatenate([x, pad])), lag, len(x))
-        distortion.append(si_sdr(y, x))
-    return dict(rows=rows, residual=residual, after_silence=after_silence, distortion=distortion, delay_ms=1000 * lag / method.rate,
-                cpu=100 * method.seconds / (method.samples / method.rate))
+    return residual, after_silence
 
 
 def unprocessed(clips):
@@ -106,9 +119,10 @@ def unprocessed(clips):
     for clip in clips:
         reference = resample(clip["clean"], corpus.RATE, METRIC_RATE)[clip["start"] // 3:]
         noisy = resample(clip["noisy"], corpus.RATE, METRIC_RATE)[clip["start"] // 3:]
-        rows.append(dict(noise=clip["noise"], snr=clip["snr"], pesq=pesq(METRIC_RATE, reference, noisy, "wb"),
+        rows.append(dict(noise=clip["noise"], snr=clip["snr"], talker=clip["talker"],
+                         pesq=pesq(METRIC_RATE, reference, noisy, "wb"),
                          stoi=stoi(reference, noisy, METRIC_RATE, extended=False), sisdr=0.0))
-    return dict(rows=rows, residual={}, after_silence={}, distortion=[np.inf],
+    return dict(rows=rows, residual={}, after_silence={}, distortion=[np.inf], talkers=[],
                 delay_ms=0.0, cpu=0.0)
 
 
@@ -117,7 +131,8 @@ def mean(rows, key, **where):
     return float(np.mean(values))
 
 
-def tables(results):
+def tables(results, snrs, noise_alone=True):
+    """One set's tables. `noise_alone`: also the noise-only tables (the same for every set)."""
     lines = ["| method | PESQ-WB | STOI | ΔSI-SDR (dB) | residual noise (dB) | clean SI-SDR (dB, min) | delay (ms) | CPU (% core) |",
              "|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
@@ -131,20 +146,23 @@ def tables(results):
     for name, r in results.items():
         cells = [f"{mean(r['rows'], 'pesq', noise=n):.2f} / {mean(r['rows'], 'stoi', noise=n):.3f}" for n in corpus.NOISES]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    # Issue #13 compares methods per noise within 0.05 and on keyboard: three decimals.
+    lines += ["", "PESQ-WB by noise:", "",
+              "| method | " + " | ".join(corpus.NOISES) + " |", "|---" * (len(corpus.NOISES) + 1) + "|"]
+    for name, r in results.items():
+        lines.append(f"| {name} | " + " | ".join(f"{mean(r['rows'], 'pesq', noise=n):.3f}" for n in corpus.NOISES) + " |")
     lines += ["", "PESQ-WB by input SNR (dB):", "",
-              "| method | " + " | ".join(str(s) for s in corpus.SNRS) + " |", "|---" * (len(corpus.SNRS) + 1) + "|"]
+              "| method | " + " | ".join(str(s) for s in snrs) + " |", "|---" * (len(snrs) + 1) + "|"]
     for name, r in results.items():
-        lines.append(f"| {name} | " + " | ".join(f"{mean(r['rows'], 'pesq', snr=s):.2f}" for s in corpus.SNRS) + " |")
-    lines += ["", "Residual noise on noise-only input after 2 s (dB):", "",
-              "| method | " + " | ".join(corpus.NOISES) + " |", "|---" * (len(corpus.NOISES) + 1) + "|"]
+        lines.append(f"| {name} | " + " | ".join(f"{mean(r['rows'], 'pesq', snr=s):.2f}" for s in snrs) + " |")
+    talkers = list(dict.fromkeys(r["talker"] for r in results["unprocessed"]["rows"]))
+    lines += ["", "PESQ-WB / STOI by talker (all noises and SNRs):", "",
+              "| method | " + " | ".join(talkers) + " |", "|---" * (len(talkers) + 1) + "|"]
     for name, r in results.items():
-        if r["residual"]:
-            lines.append(f"| {name} | " + " | ".join(f"{r['residual'][n]:.1f}" for n in corpus.NOISES) + " |")
-    lines += ["", "The same noise after 1 s of digital silence, over its second second (dB):", "",
-              "| method | " + " | ".join(corpus.NOISES) + " |", "|---" * (len(corpus.NOISES) + 1) + "|"]
-    for name, r in results.items():
-        if r["after_silence"]:
-            lines.append(f"| {name} | " + " | ".join(f"{r['after_silence'][n]:.1f}" for n in corpus.NOISES) + " |")
+        cells = [f"{mean(r['rows'], 'pesq', talker=t):.2f} / {mean(r['rows'], 'stoi', talker=t):.3f}" for t in talkers]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if noise_alone:
+        lines += noise_tables(results)
     # The STOI target is relative to the input (at or above it on average, at most 0.02 below it per
     # noise), closer than the tables' three decimals show.
     base = results["unprocessed"]["rows"]
@@ -155,6 +173,39 @@ def tables(results):
         changes = {n: mean(r["rows"], "stoi", noise=n) - mean(base, "stoi", noise=n) for n in corpus.NOISES}
         worst = min(changes, key=changes.get)
         lines.append(f"- {name}: {mean(r['rows'], 'stoi') - mean(base, 'stoi'):+.4f}; {worst} {changes[worst]:+.4f}")
+    lines += ["", "STOI change against the unprocessed input, by noise:", "",
+              "| method | " + " | ".join(corpus.NOISES) + " |", "|---" * (len(corpus.NOISES) + 1) + "|"]
+    for name, r in results.items():
+        if name != "unprocessed":
+            lines.append(f"| {name} | " + " | ".join(
+                f"{mean(r['rows'], 'stoi', noise=n) - mean(base, 'stoi', noise=n):+.4f}" for n in corpus.NOISES) + " |")
+    return "\n".join(lines)
+
+
+def noise_tables(results):
+    lines = ["", "Residual noise on noise-only input after 2 s (dB):", "",
+             "| method | " + " | ".join(corpus.NOISES) + " |", "|---" * (len(corpus.NOISES) + 1) + "|"]
+    for name, r in results.items():
+        if r["residual"]:
+            lines.append(f"| {name} | " + " | ".join(f"{r['residual'][n]:.1f}" for n in corpus.NOISES) + " |")
+    lines += ["", "The same noise after 1 s of digital silence, over its second second (dB):", "",
+              "| method | " + " | ".join(corpus.NOISES) + " |", "|---" * (len(corpus.NOISES) + 1) + "|"]
+    for name, r in results.items():
+        if r["after_silence"]:
+            lines.append(f"| {name} | " + " | ".join(f"{r['after_silence'][n]:.1f}" for n in corpus.NOISES) + " |")
+    return lines
+
+
+def talker_table(results):
+    """Clean speech in, SI-SDR of the output against it, per recorded talker (issue #13: >= 25 dB)."""
+    names = [n for n in results if n != "unprocessed"]
+    if not names:
+        return ""
+    talkers = results[names[0]]["talkers"]
+    lines = ["", "Clean speech in: SI-SDR of the output against the input, per talker (dB):", "",
+             "| method | " + " | ".join(talkers) + " |", "|---" * (len(talkers) + 1) + "|"]
+    for name in names:
+        lines.append(f"| {name} | " + " | ".join(f"{d:.1f}" for d in results[name]["distortion"]) + " |")
     return "\n".join(lines)
 
 
@@ -180,16 +231,28 @@ def main():
     parser.add_argument("--plugin", default=os.path.join(root, ".build/release/libhear.so"))
     parser.add_argument("--bench", default=os.path.join(root, ".build/ladspa-bench"))
     parser.add_argument("--cache", default=os.path.join(root, ".build/eval-cache"))
-    parser.add_argument("--utterances", type=int, default=2, help="clips per noise and SNR")
+    parser.add_argument("--utterances", type=int, default=2, help="TTS clips per noise and SNR")
+    parser.add_argument("--set", default="all", choices=["recorded", "tts", "all"],
+                        help="recorded human speech (held-out speakers), the TTS set, or both (default)")
     parser.add_argument("--only", default="", help="comma-separated method names to run (default: all)")
     parser.add_argument("--controls", default="", help="extra hear controls, e.g. ns.reduction=30,ns.sensitivity=60")
     parser.add_argument("--output", default=os.path.join(root, ".build/eval-results.md"))
     args = parser.parse_args()
 
     started = time.time()
-    clips, clean_only, noise_only = corpus.build(args.cache, args.utterances)
-    print(f"{len(clips)} noisy clips, {len(clean_only)} clean, {len(noise_only)} noise-only "
-          f"({sum(len(c['noisy']) for c in clips) / corpus.RATE:.0f} s of noisy speech)", file=sys.stderr)
+    sets = {}
+    tts_clips, tts_clean, noise_only = corpus.build(args.cache, args.utterances)
+    if args.set in ("recorded", "all"):
+        clips, clean_only = corpus.build_recorded(args.cache)
+        sets["recorded"] = dict(clips=clips, clean_only=clean_only, snrs=corpus.RECORDED_SNRS,
+                                title="Recorded human speech (held-out speakers, not trained on)")
+    if args.set in ("tts", "all"):
+        sets["tts"] = dict(clips=tts_clips, clean_only=tts_clean, snrs=corpus.SNRS,
+                           title="TTS (flite and espeak-ng voices)")
+    for key, s in sets.items():
+        print(f"{key}: {len(s['clips'])} noisy clips, {len(s['clean_only'])} clean "
+              f"({sum(len(c['noisy']) for c in s['clips']) / corpus.RATE:.0f} s of noisy speech)", file=sys.stderr)
+    print(f"{len(noise_only)} noise-only clips", file=sys.stderr)
 
     # hear with only its suppressor shaping the sound (EQ and compressor off; the limiter stays, idle below its ceiling).
     controls = {"eq.enable": 0, "comp.enable": 0}
@@ -199,25 +262,42 @@ def main():
     if args.only:
         keep = set(args.only.split(","))
         candidates = [m for m in candidates if m.name in keep]
-    results = {"unprocessed": unprocessed(clips)}
+    results = {key: {"unprocessed": unprocessed(s["clips"])} for key, s in sets.items()}
     for method in candidates:
         t = time.time()
-        results[method.name] = run(method, clips, clean_only, noise_only)
+        for key, s in sets.items():
+            results[key][method.name] = run(method, s["clips"], s["clean_only"])
+        # Noise alone, aligned with the lag measured on the TTS set when there is one (as before).
+        residual, after_silence = run_noise(method, noise_only, results[key][method.name]["lag"])
+        samples, seconds = method.samples, method.seconds
+        for key in sets:
+            results[key][method.name].update(residual=residual, after_silence=after_silence,
+                                             cpu=100 * seconds / (samples / method.rate))
         print(f"{method.name}: {time.time() - t:.0f} s", file=sys.stderr)
 
-    chain_ns, rnnoise_ns = cpu_comparison(args, clips)
+    chain_ns, rnnoise_ns = cpu_comparison(args, tts_clips)
     # hear's row shows its whole chain at defaults, timed against RNNoise in alternation (below):
     # one ladspa-bench process per short clip would mostly time a cold start.
-    if "hear" in results:
-        results["hear"]["cpu"] = chain_ns * 48000 / 1e7
-    if "RNNoise" in results:
-        results["RNNoise"]["cpu"] = rnnoise_ns * 48000 / 1e7
-    report = tables(results)
+    for key in sets:
+        if "hear" in results[key]:
+            results[key]["hear"]["cpu"] = chain_ns * 48000 / 1e7
+        if "RNNoise" in results[key]:
+            results[key]["RNNoise"]["cpu"] = rnnoise_ns * 48000 / 1e7
+    blocks = []
+    for i, (key, s) in enumerate(sets.items()):
+        block = f"## {s['title']}: {len(s['clips'])} clips\n\n"
+        # The noise-only tables do not depend on speech: printed once, with the last set.
+        block += tables(results[key], s["snrs"], noise_alone=(i == len(sets) - 1))
+        if key == "recorded":
+            block += "\n" + talker_table(results[key])
+        blocks.append(block)
+    report = "\n\n".join(blocks)
     report += f"\n\nhear reports latency {hear.reported_latency()} samples at 48 kHz (noise suppressor + limiter look-ahead)."
     report += (f"\nCPU, 48 kHz mono, interleaved rounds (median of 5): hear's full chain at its defaults (denoise, EQ, "
                f"compressor, gain, limiter; ladspa-bench) {chain_ns:.1f} ns/sample; RNNoise (librnnoise.so from the "
                f"pyrnnoise wheel) {rnnoise_ns:.1f} ns/sample; ratio {chain_ns / rnnoise_ns:.3f}.")
-    report += f"\n\n{len(clips)} clips; evaluation took {time.time() - started:.0f} s."
+    counts = " + ".join(f"{len(s['clips'])} {key}" for key, s in sets.items())
+    report += f"\n\n{counts} clips; evaluation took {time.time() - started:.0f} s."
     print(report)
     with open(args.output, "w") as f:
         f.write(report + "\n")
