@@ -333,7 +333,10 @@ def package_files(package, exclude=None, extensions=(".wav", ".gsm", ".ogg", ".r
     """Audio files of one installed package, by `dpkg -L` (never by globbing a shared tree)."""
     if RESERVED.match(package):
         raise ValueError(f"{package} is reserved for independent evaluation")
-    out = subprocess.run(["dpkg", "-L", package], check=True, capture_output=True, text=True).stdout
+    listing = subprocess.run(["dpkg", "-L", package], capture_output=True, text=True)
+    if listing.returncode != 0:
+        raise RuntimeError(f"{package} is not installed: apt-get install --no-install-recommends {package}")
+    out = listing.stdout
     files = sorted(line for line in out.splitlines()
                    if line.lower().endswith(extensions) and os.path.isfile(line)
                    and not (exclude and re.search(exclude, line)))
