@@ -93,11 +93,11 @@ eval-deps:
 # Debian's speech and TTS packages -> mixtures (data.py) -> the suppressor's own features
 # (hear-features) -> a GRU trained on the CPU with Debian's python3-torch (train.py), resumable:
 # rerun to continue. Never part of `make test` or CI; Tests/Training/README.md tells the steps.
-# The speech packages are speech.py's DEBIAN_PACKAGES (one list; a test keeps this line in step).
-DEB_TRAIN := python3-torch python3-numpy python3-scipy python3-matplotlib python3-tqdm python3-venv \
-  sox espeak-ng festival asterisk-prompt-it-menardi-wav asterisk-prompt-fr-armelle asterisk-prompt-es-co \
-  pocketsphinx-testdata hedgewars-data festvox-kdlpc16k festvox-italp16k festvox-itapc16k festvox-ca-ona-hts \
-  festvox-czech-dita festvox-czech-krb festvox-czech-machac festvox-czech-ph festvox-ru festvox-suopuhe-lj festvox-suopuhe-mv
+# The speech and voice packages are speech.py's DEBIAN_PACKAGES, read from that file (one list).
+DEB_TRAIN = python3-torch python3-numpy python3-scipy python3-matplotlib python3-tqdm python3-venv \
+  $(shell python3 -c "import ast; tree = ast.parse(open('Tests/Training/speech.py').read()); \
+    print(' '.join(next(ast.literal_eval(n.value) for n in tree.body \
+      if isinstance(n, ast.Assign) and getattr(n.targets[0], 'id', '') == 'DEBIAN_PACKAGES')))")
 TRAIN := .build/train
 TRAIN_PY := $(TRAIN)/venv/bin/python
 TRAIN_CLIPS ?= 3000

@@ -1,0 +1,191 @@
+// The noise suppressor in its learned mode (ns.mode learned): the committed model on the test
+// signals of NoiseSuppressorTests (a gliding harmonic source; white + pink noise) and on key
+// clicks over that source, at every rate the issue names. Each bound is checked against the same
+// measure with the mask replaced by unit gains, so a model that does nothing fails it.
+
+import Testing
+@testable import HearDSP
+
+func learnedValues(_ changes: [Parameter: Float] = [:]) -> ParameterValues {
+    var values = ParameterValues()
+    values[.nsMode] = 1
+    for (parameter, value) in changes { values[parameter] = value }
+    return values
+}
+
+extension SignalMaker {
+    /// Key clicks: decaying bursts of high-passed noise (2-6 ms), about 7 a second with a softer
+    /// release click after each, over a faint hiss.
+    mutating func keyboard(rate: Double, count: Int) -> [Float] {
+        var out = [Float](repeating: 0, count: count)
+        var position = Int(0.05 * rate)
+        while position < count {
+            let decay = Float(rate) * (0.002 + 0.002 * (uniform() + 1))
+            let length = min(Int(0.03 * rate), count - position)
+            let level = 0.6 + 0.2 * uniform()
+            var previous: Float = 0
+            for i in 0..<length {
+                let w = uniform()
+                let click = (w - previous) * level * FastMath.exp(-Float(i) / decay)
+                previous = w
+                out[position + i] += click
+                let release = position + Int(0.08 * rate) + i
+                if release < count { out[release] += 0.4 * click }
+            }
+            position += Int(rate * (0.1 + 0.05 * Double(uniform() + 1)))
+        }
+        let hiss = white(count)
+        return zip(out, hiss).map { $0 + 0.01 * $1 }
+    }
+}
+
+/// SNR improvement (dB) of the suppressor on `noise` under the harmonic source, scaled to `snr` dB,
+/// measured after `skip` seconds; `unitGains` replaces the mask by ones (the bound's control).
+func snrImprovement(rate: Double, noise makeNoise: (inout SignalMaker, Int) -> [Float], snr: Double = 5,
+                    seconds: Double = 4, skip: Double = 1, values: ParameterValues, unitGains: Bool = false) -> Double {
+    let count = Int(rate * seconds)
+    let (speech, _) = SignalMaker.speech(rate: rate, count: count)
+    var maker = SignalMaker(seed: 29)
+    var noise = makeNoise(&maker, count)
+    let first = Int(rate * skip)
+    let gain = Float(LibM.sqrt(meanSquare(speech[first...]) / meanSquare(noise[first...]) / LibM.pow(10, snr / 10)))
+    noise = noise.map { $0 * gain }
+    let out: (mixture: [Float], speech: [Float], noise: [Float], latency: Int)
+    if unitGains {
+        out = separateWithUnitGains(speech: speech, noise: noise, rate: rate, values: values)
+    } else {
+        out = separate(speech: speech, noise: noise, rate: rate, values: values)
+    }
+    let inputSNR = decibels(meanSquare(speech[first...]) / meanSquare(noise[first...]))
+    let outputSNR = decibels(meanSquare(out.speech[first...]) / meanSquare(out.noise[first...]))
+    return outputSNR - inputSNR
+}
+
+/// `separate` with every suppressor applying a mask of ones.
+func separateWithUnitGains(speech: [Float], noise: [Float], rate: Double, values: ParameterValues)
+    -> (mixture: [Float], speech: [Float], noise: [Float], latency: Int) {
+    let probe = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
+    let ones = UnsafeMutablePointer<Float>.allocate(capacity: probe.bins)
+    ones.initialize(repeating: 1, count: probe.bins)
+    defer { ones.deallocate() }
+    var outputs: [[Float]] = []
+    for signal in [zip(speech, noise).map { $0 + $1 }, speech, noise] {
+        var s = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
+        s.maskOverride = ones
+        var x = signal
+        x.withUnsafeMutableBufferPointer { s.process($0.baseAddress!, nil, count: $0.count) }
+        outputs.append(Array(x[probe.latency...]) + [Float](repeating: 0, count: probe.latency))
+    }
+    return (outputs[0], outputs[1], outputs[2], probe.latency)
+}
+
+@Suite struct LearnedSuppressorTests {
+    static let rates = [8000.0, 16000, 44100, 48000, 96000]
+    static func whiteAndPink(_ maker: inout SignalMaker, _ count: Int) -> [Float] {
+        let white = maker.white(count), pink = maker.pink(count)
+        return zip(white, pink).map { $0 + 4 * $1 }
+    }
+    static func keys(rate: Double) -> (inout SignalMaker, Int) -> [Float] {
+        { maker, count in maker.keyboard(rate: rate, count: count) }
+    }
+
+    @Test func theModelIsCompiledInAndUsed() {
+        let suppressor = NoiseSuppressor(sampleRate: 48000, channels: 1, values: learnedValues())
+        #expect(suppressor.modelAvailable)
+        #expect(suppressor.learnedMix == 1)
+    }
+
+    @Test(arguments: rates)
+    func improvesSNROfNoisySpeech(rate: Double) {
+        let learned = snrImprovement(rate: rate, noise: Self.whiteAndPink, values: learnedValues())
+        let unit = snrImprovement(rate: rate, noise: Self.whiteAndPink, values: learnedValues(), unitGains: true)
+        #expect(abs(unit) < 0.1, "unit gains: \(unit) dB")
+        #expect(learned >= 8, "white + pink noise at \(rate) Hz: SNR improvement \(learned) dB (unit gains \(unit) dB)")
+        print("learned, white + pink at \(Int(rate)) Hz: SNR improvement \(learned) dB")
+    }
+
+    @Test(arguments: rates)
+    func improvesSNROfKeyClicksOverSpeech(rate: Double) {
+        let learned = snrImprovement(rate: rate, noise: Self.keys(rate: rate), values: learnedValues())
+        let unit = snrImprovement(rate: rate, noise: Self.keys(rate: rate), values: learnedValues(), unitGains: true)
+        #expect(abs(unit) < 0.1, "unit gains: \(unit) dB")
+        #expect(learned >= 6, "key clicks at \(rate) Hz: SNR improvement \(learned) dB (unit gains \(unit) dB)")
+        print("learned, key clicks at \(Int(rate)) Hz: SNR improvement \(learned) dB")
+    }
+
+    /// Noise alone is down by at least ns.reduction - 3 dB from 0.2 s after the stream starts.
+    @Test(arguments: [8000.0, 48000])
+    func noiseAloneSettlesWithinAFifthOfASecond(rate: Double) {
+        var maker = SignalMaker(seed: 31)
+        let count = Int(rate * 3)
+        let white = maker.white(count), pink = maker.pink(count)
+        let noise = zip(white, pink).map { 0.02 * $0 + 0.05 * $1 }
+        let out = separate(speech: [Float](repeating: 0, count: count), noise: noise, rate: rate, values: learnedValues())
+        let first = Int(rate * 0.2), last = count - out.latency
+        let attenuation = decibels(meanSquare(noise[first..<last]) / meanSquare(out.mixture[first..<last]))
+        #expect(attenuation >= 17, "steady noise alone from 0.2 s at \(rate) Hz: \(attenuation) dB down (ns.reduction 20)")
+        var keyMaker = SignalMaker(seed: 37)
+        let keys = keyMaker.keyboard(rate: rate, count: count)
+        let keysOut = separate(speech: [Float](repeating: 0, count: count), noise: keys, rate: rate, values: learnedValues())
+        let keyAttenuation = decibels(meanSquare(keys[first..<last]) / meanSquare(keysOut.mixture[first..<last]))
+        #expect(keyAttenuation >= 17, "key clicks alone from 0.2 s at \(rate) Hz: \(keyAttenuation) dB down")
+    }
+
+    /// Clean speech passes: the output against the input, aligned, SI-SDR-like (scale-invariant).
+    @Test(arguments: [16000.0, 48000])
+    func cleanSpeechIsLeftAlone(rate: Double) {
+        let count = Int(rate * 3)
+        let (speech, _) = SignalMaker.speech(rate: rate, count: count)
+        let out = separate(speech: speech, noise: [Float](repeating: 0, count: count), rate: rate, values: learnedValues())
+        let first = Int(rate * 0.5), last = count - out.latency
+        var dot = 0.0, energy = 0.0
+        for i in first..<last { dot += Double(out.mixture[i]) * Double(speech[i]); energy += Double(speech[i]) * Double(speech[i]) }
+        let scale = dot / energy
+        var error = 0.0
+        for i in first..<last { let e = Double(out.mixture[i]) - scale * Double(speech[i]); error += e * e }
+        let sdr = decibels(scale * scale * energy / error)
+        #expect(sdr >= 20, "clean speech through the learned suppressor at \(rate) Hz: \(sdr) dB")
+        print("learned, clean speech at \(Int(rate)) Hz: SI-SDR \(sdr) dB")
+    }
+
+    /// classical -> learned -> classical under noisy speech: no sample-to-sample step beyond what
+    /// the input itself makes (a crossfade of masks, never a jump), and the model reset on entry.
+    @Test func switchingModesIsClickFree() {
+        let rate = 48000.0
+        let count = Int(rate * 6)
+        let (speech, _) = SignalMaker.speech(rate: rate, count: count)
+        var maker = SignalMaker(seed: 41)
+        let noise = Self.whiteAndPink(&maker, count).map { $0 * 0.01 }
+        let input = zip(speech, noise).map { $0 + $1 }
+        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
+        var output = input
+        output.withUnsafeMutableBufferPointer { buffer in
+            var done = 0
+            while done < count {
+                let n = min(480, count - done)
+                if done == Int(rate * 2) { suppressor.set(learnedValues()) }
+                if done == Int(rate * 4) { suppressor.set(ParameterValues()) }
+                suppressor.process(buffer.baseAddress! + done, nil, count: n)
+                done += n
+            }
+        }
+        var steepest: Float = 0, inputSteepest: Float = 0
+        for i in Int(rate * 0.5)..<count {
+            steepest = max(steepest, abs(output[i] - output[i - 1]))
+            inputSteepest = max(inputSteepest, abs(input[i] - input[i - 1]))
+        }
+        #expect(steepest <= inputSteepest, "largest step \(steepest) against the input's \(inputSteepest)")
+        #expect(suppressor.learnedMix == 0)
+    }
+
+    @Test func nonFiniteInputNeverReachesOutput() {
+        var chain = Chain(sampleRate: 48000, channels: 1, values: learnedValues())
+        var maker = SignalMaker(seed: 43)
+        var signal = maker.white(48000).map { $0 * 0.1 }
+        for i in stride(from: 1000, to: 48000, by: 7919) { signal[i] = .nan; signal[i + 1] = .infinity; signal[i + 2] = -.infinity }
+        signal.withUnsafeMutableBufferPointer {
+            chain.process(inLeft: $0.baseAddress!, inRight: nil, outLeft: $0.baseAddress!, outRight: nil, frames: 48000)
+        }
+        #expect(signal.allSatisfy { $0.isFinite && abs($0) <= 1 })
+    }
+}
