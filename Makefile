@@ -1,31 +1,53 @@
 # hear — build, test, benchmark. `make help` lists the targets.
-SWIFT ?= swift
+# Swift: the one on PATH, else the toolchain at /opt/swift (or `make SWIFT=/path/to/swift`).
+SWIFT ?= $(shell command -v swift || echo /opt/swift/usr/bin/swift)
+SWIFT := $(SWIFT)
+# Its folder goes first on PATH for everything make starts (a test compiles a probe with swiftc).
+ifneq ($(findstring /,$(SWIFT)),)
+export PATH := $(abspath $(dir $(SWIFT))):$(PATH)
+endif
 BUILD := .build/release
 PLUGIN := $(BUILD)/libhear.so
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# Debian packages the tests and the benchmark use (pipewire, wireplumber, dbus-daemon: the control
-# test inside a private PipeWire session, Tests/HearPluginTests/ControlPipeWireTests.swift).
-DEB_TEST := ladspa-sdk pipewire wireplumber dbus-daemon
-DEB_BENCH := swh-plugins lsp-plugins-ladspa
-# The real daemons the integration tests and `make demo` start, and what they play and record with.
-DEB_DAEMONS := pipewire pipewire-bin wireplumber pulseaudio pulseaudio-utils dbus sox espeak-ng
-# hearctl reads the PipeWire graph through libpipewire (modules/CPipeWire).
-DEB_BUILD := libpipewire-0.3-dev libspa-0.2-dev
-# What `make install` needs on a desktop (installed only when missing).
+# Every target installs the Debian packages it needs when they are missing, so `make demo` and
+# `make test` work as the first command on a fresh Debian 12 (`make fresh-check` proves it).
+# What the Swift toolchain needs to build this package (swift.org's list for Debian 12 is longer:
+# it covers the REPL and lldb too).
+DEB_TOOLCHAIN := binutils libc6-dev libstdc++-12-dev libcurl4 libxml2 libsqlite3-0 libncurses6 git ca-certificates pkg-config
+# ladspa.h (modules/CLADSPA); hearctl reads the PipeWire graph through libpipewire (modules/CPipeWire).
+DEB_BUILD := $(DEB_TOOLCHAIN) ladspa-sdk libpipewire-0.3-dev libspa-0.2-dev
+# The tests: ladspa-sdk (analyseplugin, applyplugin), and the real daemons they start (a private
+# PipeWire session with wireplumber and a session bus, a private PulseAudio) and what they play,
+# record and speak with.
+DEB_TEST := ladspa-sdk pipewire pipewire-bin wireplumber dbus-daemon pulseaudio pulseaudio-utils sox espeak-ng
+# `make demo`: a private PipeWire session, espeak-ng and sox for the sample, python3 for the figures.
+DEB_DEMO := pipewire pipewire-bin wireplumber dbus-daemon sox espeak-ng python3
+# `make bench`: Debian's reference plugins, and gcc for the benchmark host.
+DEB_BENCH := swh-plugins lsp-plugins-ladspa gcc python3
+# What `make install` needs on a desktop.
 DEB_RUNTIME := pipewire pipewire-bin wireplumber
+# $(call apt-need,PACKAGES): installs those of PACKAGES that are missing (apt-get update first, only
+# then), with sudo when not root.
+apt-need = @missing=$$(for p in $(sort $(1)); do dpkg -s $$p 2>/dev/null | grep -q '^Status: install ok installed' || echo $$p; done); \
+  if [ -n "$$missing" ]; then \
+    echo "installing the Debian packages this needs:" $$missing; \
+    $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=300 $$missing; fi
 # `make install` places files per user; PREFIX=/usr/local (for example) installs for everyone.
 PREFIX ?=
 # Where PREFIX= installs put the PipeWire drop-ins: $(SYSCONFDIR)/pipewire/pipewire.conf.d.
 SYSCONFDIR ?= /etc
 
-.PHONY: all build test bench deps help clean install uninstall demo
+# One apt at a time: the package checks of a goal's prerequisites run in order.
+.NOTPARALLEL:
+.PHONY: all build test bench deps deps-build deps-test deps-demo deps-bench help clean install uninstall demo
 
 all: build
 
 help:
-	@echo "make deps    install the Debian packages the tests and benchmarks need (apt, sudo when not root)"
-	@echo "make         build $(PLUGIN) (release, Swift runtime linked in, stripped)"
+	@echo "make         build $(PLUGIN) (release, Swift runtime linked in, stripped) and $(BUILD)/hearctl"
 	@echo "make test    build, then run every test in release mode"
+	@echo "             (every target installs the Debian packages it needs when missing: apt, sudo when not root)"
+	@echo "make deps    install every Debian package any target here uses"
 	@echo "make bench   ns/sample per stage and chain next to swh sc4m/mbeq and lsp compressor_mono"
 	@echo "make eval    noise suppressor vs RNNoise, WebRTC NS, speexdsp, DeepFilterNet3 (PESQ, STOI, ...)"
 	@echo "make clean   remove .build"
@@ -34,19 +56,32 @@ help:
 	@echo "             (PREFIX=/usr/local: system-wide, drop-ins to /etc/pipewire/pipewire.conf.d); restarts PipeWire"
 	@echo "make uninstall  remove exactly what install wrote (its manifest)"
 
-build:
+build: deps-build
 	$(SWIFT) build -c release
 	@if ldd $(PLUGIN) | grep -q libswift; then \
 	  echo "error: $(PLUGIN) links the Swift runtime dynamically; PipeWire could not load it without a toolchain"; exit 1; fi
 
 deps:
-	$(SUDO) apt-get update
-	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $(DEB_TEST) $(DEB_BENCH) $(DEB_DAEMONS) $(DEB_BUILD)
+	$(call apt-need,$(DEB_BUILD) $(DEB_TEST) $(DEB_DEMO) $(DEB_BENCH) $(DEB_RUNTIME))
 
-test: build
+deps-build:
+	@command -v $(SWIFT) >/dev/null || { echo "error: no Swift: put swift on PATH, unpack a toolchain at /opt/swift, or make SWIFT=/path/to/swift" >&2; exit 1; }
+	$(call apt-need,$(DEB_BUILD))
+
+# The packages of the build too, so that a fresh machine runs apt once.
+deps-test:
+	$(call apt-need,$(DEB_BUILD) $(DEB_TEST))
+
+deps-demo:
+	$(call apt-need,$(DEB_BUILD) $(DEB_DEMO))
+
+deps-bench:
+	$(call apt-need,$(DEB_BUILD) $(DEB_BENCH))
+
+test: deps-test build
 	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) $(SWIFT) test -c release
 
-bench: build
+bench: deps-bench build
 	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) Tests/Benchmarks/bench.sh
 
 clean:
@@ -54,10 +89,7 @@ clean:
 
 # NO_BUILD=1 installs what is already built (the install test uses it while `swift test` holds .build).
 install: $(if $(NO_BUILD),,build)
-	@missing=$$(for p in $(DEB_RUNTIME); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing $$missing"; \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; fi
+	$(call apt-need,$(DEB_RUNTIME))
 	@$(if $(PREFIX),$(SUDO) )env PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) PLUGIN=$(CURDIR)/$(PLUGIN) HEARCTL=$(CURDIR)/$(BUILD)/hearctl \
 	  Tests/Integration/install.sh install
 
@@ -65,7 +97,7 @@ install: $(if $(NO_BUILD),,build)
 uninstall:
 	@$(if $(PREFIX),$(SUDO) )env PREFIX=$(PREFIX) Tests/Integration/install.sh uninstall
 
-demo: build
+demo: deps-demo build
 	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) Tests/Integration/demo.sh
 
 # The noise suppressor against RNNoise, WebRTC NS, speexdsp and DeepFilterNet3 on a speech-in-noise
