@@ -39,7 +39,11 @@ let package = Package(
         .target(name: "HearControl", dependencies: ["HearDSP"]),
         .executableTarget(
             name: "hearctl",
-            dependencies: ["HearControl", "HearDSP", "CPipeWire", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["HearControl", "HearDSP", "CPipeWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            // Self-contained: the Swift runtime and Foundation linked in, so it runs without a toolchain
+            // (compiled with the flag too, so that the static Foundation's modules name their libraries).
+            swiftSettings: [.unsafeFlags(["-static-stdlib"])],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),
         // Test helpers: signals and measurements, and a heap-allocation counter.
         .target(name: "TestSupport", dependencies: ["HearDSP"], path: "Tests/TestSupport"),
