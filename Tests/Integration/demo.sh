@@ -26,7 +26,8 @@ cleanup() {
         for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
         kill -9 "$pid" 2>/dev/null || true
     done
-    rm -rf "$work"
+    # Kept when something failed: its logs say why.
+    if [ "$status" = 0 ]; then rm -rf "$work"; else echo "logs: $work" >&2; fi
     exit "$status"
 }
 trap cleanup EXIT
@@ -45,8 +46,8 @@ done
 wait_for() {  # wait_for WHAT COMMAND...: polls for up to 30 s
     local what=$1; shift
     for _ in $(seq 600); do "$@" >/dev/null 2>&1 && return 0; sleep 0.05; done
-    echo "error: timed out waiting for $what; logs in $work" >&2
-    trap - EXIT; cleanup
+    echo "error: timed out waiting for $what" >&2
+    exit 1
 }
 
 echo "== starting a private PipeWire in $work"
