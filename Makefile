@@ -39,7 +39,7 @@ SYSCONFDIR ?= /etc
 
 # One apt at a time: the package checks of a goal's prerequisites run in order.
 .NOTPARALLEL:
-.PHONY: all build test bench deps deps-build deps-test deps-demo deps-bench help clean install uninstall demo
+.PHONY: all build test bench deps deps-build deps-test deps-demo deps-bench help clean install uninstall demo fresh-check
 
 all: build
 
@@ -55,6 +55,7 @@ help:
 	@echo "make install plugin to ~/.local/lib/ladspa, hearctl to ~/.local/bin, drop-ins to ~/.config/pipewire/pipewire.conf.d"
 	@echo "             (PREFIX=/usr/local: system-wide, drop-ins to /etc/pipewire/pipewire.conf.d); restarts PipeWire"
 	@echo "make uninstall  remove exactly what install wrote (its manifest)"
+	@echo "make fresh-check  make demo, then make test, as the first commands in a new Debian 12 root (debootstrap; slow)"
 
 build: deps-build
 	$(SWIFT) build -c release
@@ -99,6 +100,12 @@ uninstall:
 
 demo: deps-demo build
 	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) Tests/Integration/demo.sh
+
+# README's two commands as the first ones on a fresh Debian 12: debootstrap, chroot (root; slow,
+# 8 minutes on 2 cores; not part of `make test`). Tests/Integration/fresh-check.sh says what it does.
+fresh-check:
+	$(call apt-need,debootstrap debian-archive-keyring)
+	Tests/Integration/fresh-check.sh
 
 # The noise suppressor against RNNoise, WebRTC NS, speexdsp and DeepFilterNet3 on a speech-in-noise
 # set built locally (Tests/Evaluation, EVALUATION.md). PyPI packages go into a venv under .build.
