@@ -209,20 +209,32 @@ def talker_table(results):
     return "\n".join(lines)
 
 
+CPU_CASES = {
+    "learned": ["ns.mode=1"],
+    "classical": ["ns.mode=0"],
+    "learned, 32-sample blocks": ["-b", "32", "ns.mode=1"],
+    "learned, 1024-sample blocks": ["-b", "1024", "ns.mode=1"],
+}
+
+
 def cpu_comparison(args, clips, rounds=5, seconds=10):
-    """The full chain (ladspa-bench, built-in signal) and RNNoise (ctypes) timed in alternation, so
-    that whatever else the machine does weighs on both alike; medians in ns per sample."""
+    """The full chain at its defaults in each noise-suppression mode (ladspa-bench, built-in signal,
+    256-sample blocks unless named) and RNNoise (ctypes) timed in alternation, so that whatever else
+    the machine does weighs on all alike; medians in ns per sample."""
     audio = np.concatenate([c["noisy"] for c in clips])[: seconds * corpus.RATE]
     rnnoise = methods.RNNoise()
-    chain, reference = [], []
+    chain, reference = {case: [] for case in CPU_CASES}, []
     for _ in range(rounds):
-        out = subprocess.run([args.bench, "-s", str(seconds), "-r", "48000", args.plugin, "hear_mono"],
-                             check=True, capture_output=True, text=True).stdout
-        chain.append(float(out.split(":")[1].split("ns/sample")[0]))
+        for case, extra in CPU_CASES.items():
+            options = [a for a in extra if "=" not in a]
+            controls = [a for a in extra if "=" in a]
+            out = subprocess.run([args.bench, "-s", str(seconds), "-r", "48000"] + options + [args.plugin, "hear_mono"]
+                                 + controls, check=True, capture_output=True, text=True).stdout
+            chain[case].append(float(out.split(":")[1].split("ns/sample")[0]))
         rnnoise.seconds, rnnoise.samples = 0.0, 0
         rnnoise.process(audio)
         reference.append(rnnoise.seconds / rnnoise.samples * 1e9)
-    return float(np.median(chain)), float(np.median(reference))
+    return {case: float(np.median(v)) for case, v in chain.items()}, float(np.median(reference))
 
 
 def main():
@@ -257,8 +269,10 @@ def main():
     # hear with only its suppressor shaping the sound (EQ and compressor off; the limiter stays, idle below its ceiling).
     controls = {"eq.enable": 0, "comp.enable": 0}
     controls.update(dict(item.split("=") for item in args.controls.split(",") if item))
-    hear = methods.Hear(args.plugin, args.bench, controls)
-    candidates = [hear, methods.RNNoise(), methods.WebRTC(), methods.Speex(), methods.DeepFilterNet()]
+    # hear in each noise-suppression mode: "hear" is the learned model, "hear-classical" the estimator.
+    hear = methods.Hear(args.plugin, args.bench, {**controls, "ns.mode": 1})
+    classical = methods.Hear(args.plugin, args.bench, {**controls, "ns.mode": 0}, name="hear-classical")
+    candidates = [hear, classical, methods.RNNoise(), methods.WebRTC(), methods.Speex(), methods.DeepFilterNet()]
     if args.only:
         keep = set(args.only.split(","))
         candidates = [m for m in candidates if m.name in keep]
@@ -275,12 +289,14 @@ def main():
                                              cpu=100 * seconds / (samples / method.rate))
         print(f"{method.name}: {time.time() - t:.0f} s", file=sys.stderr)
 
-    chain_ns, rnnoise_ns = cpu_comparison(args, tts_clips)
-    # hear's row shows its whole chain at defaults, timed against RNNoise in alternation (below):
-    # one ladspa-bench process per short clip would mostly time a cold start.
+    chain, rnnoise_ns = cpu_comparison(args, tts_clips)
+    # hear's rows show its whole chain at defaults in that mode, timed against RNNoise in
+    # alternation (below): one ladspa-bench process per short clip would mostly time a cold start.
     for key in sets:
         if "hear" in results[key]:
-            results[key]["hear"]["cpu"] = chain_ns * 48000 / 1e7
+            results[key]["hear"]["cpu"] = chain["learned"] * 48000 / 1e7
+        if "hear-classical" in results[key]:
+            results[key]["hear-classical"]["cpu"] = chain["classical"] * 48000 / 1e7
         if "RNNoise" in results[key]:
             results[key]["RNNoise"]["cpu"] = rnnoise_ns * 48000 / 1e7
     blocks = []
@@ -293,9 +309,13 @@ def main():
         blocks.append(block)
     report = "\n\n".join(blocks)
     report += f"\n\nhear reports latency {hear.reported_latency()} samples at 48 kHz (noise suppressor + limiter look-ahead)."
-    report += (f"\nCPU, 48 kHz mono, interleaved rounds (median of 5): hear's full chain at its defaults (denoise, EQ, "
-               f"compressor, gain, limiter; ladspa-bench) {chain_ns:.1f} ns/sample; RNNoise (librnnoise.so from the "
-               f"pyrnnoise wheel) {rnnoise_ns:.1f} ns/sample; ratio {chain_ns / rnnoise_ns:.3f}.")
+    report += ("\nCPU, 48 kHz mono, interleaved rounds (median of 5): hear's full chain at its defaults (denoise, EQ, "
+               "compressor, gain, limiter; ladspa-bench, 256-sample blocks unless named) against RNNoise (librnnoise.so "
+               f"from the pyrnnoise wheel, {rnnoise_ns:.1f} ns/sample):")
+    for case, ns in chain.items():
+        report += f"\n- {case}: {ns:.1f} ns/sample, ratio to RNNoise {ns / rnnoise_ns:.3f}"
+    report += (f"\n- learned, 32- against 1024-sample blocks: "
+               f"{chain['learned, 32-sample blocks'] / chain['learned, 1024-sample blocks']:.2f}x")
     counts = " + ".join(f"{len(s['clips'])} {key}" for key, s in sets.items())
     report += f"\n\n{counts} clips; evaluation took {time.time() - started:.0f} s."
     print(report)

@@ -21,8 +21,8 @@ class Hear:
     name = "hear"
     rate = 48000
 
-    def __init__(self, plugin, bench, controls):
-        self.plugin, self.bench, self.controls = plugin, bench, controls
+    def __init__(self, plugin, bench, controls, name="hear"):
+        self.plugin, self.bench, self.controls, self.name = plugin, bench, controls, name
         self.seconds = 0.0
         self.samples = 0
         self.tmp = tempfile.mkdtemp(prefix="hear-eval-")

@@ -44,6 +44,17 @@ import TestSupport
         #expect(ParameterValue.parse("off", for: .bypass) == .success(0))
     }
 
+    @Test func theNoiseSuppressorModeIsNamed() throws {
+        #expect(ParameterValue.parse("learned", for: .nsMode) == .success(1))
+        #expect(ParameterValue.parse("Classical", for: .nsMode) == .success(0))
+        #expect(ParameterValue.parse("1", for: .nsMode) == .success(1))
+        #expect(ParameterValue.describe(1, for: .nsMode) == "learned")
+        #expect(ParameterValue.describe(0, for: .nsMode) == "classical")
+        guard case .failure(let error) = ParameterValue.parse("on", for: .nsMode) else { Issue.record("accepted on"); return }
+        #expect(error.code == .badValue)
+        #expect(error.message == "ns.mode is classical or learned (or 0 or 1), not 'on'")
+    }
+
     @Test func outOfRangeStatesTheRange() throws {
         guard case .failure(let error) = ParameterValue.parse("30", for: .gain) else { Issue.record("accepted 30 dB"); return }
         #expect(error.code == .outOfRange)
