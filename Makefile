@@ -140,7 +140,7 @@ DEB_TRAIN = python3-torch python3-numpy python3-scipy python3-matplotlib python3
 TRAIN := .build/train
 TRAIN_PY := $(TRAIN)/venv/bin/python
 TRAIN_CLIPS ?= 3000
-TRAIN_EPOCHS ?= 40
+TRAIN_EPOCHS ?= 20
 
 .PHONY: train train-deps
 train: train-deps

@@ -107,8 +107,8 @@ public enum Parameter: Int, CaseIterable, Sendable {
             return .init(key: "ns.sensitivity", minimum: 0, maximum: 100, defaultValue: 50, unit: "%", scale: .linear,
                          help: "How readily the noise suppressor treats sound as noise (50 = neutral)")
         case .nsMode:
-            return .init(key: "ns.mode", minimum: 0, maximum: 1, defaultValue: 0, unit: "", scale: .toggle,
-                         help: "Noise suppressor: classical (statistical estimator) or learned (the trained gain model)",
+            return .init(key: "ns.mode", minimum: 0, maximum: 1, defaultValue: 1, unit: "", scale: .toggle,
+                         help: "Noise suppressor: learned (trained gain model with the estimator) or classical (estimator alone)",
                          choices: ["classical", "learned"])
         case .eqEnable:
             return .init(key: "eq.enable", minimum: 0, maximum: 1, defaultValue: 1, unit: "", scale: .toggle,

@@ -55,12 +55,19 @@ struct SignalMaker {
     }
 }
 
+/// The defaults with the classical estimator (ns.mode classical): what these tests describe.
+func classicalValues() -> ParameterValues {
+    var values = ParameterValues()
+    values[.nsMode] = 0
+    return values
+}
+
 func meanSquare(_ x: ArraySlice<Float>) -> Double { x.reduce(0) { $0 + Double($1) * Double($1) } / Double(max(x.count, 1)) }
 func decibels(_ ratio: Double) -> Double { 10 * LibM.log10(max(ratio, 1e-30)) }
 
 /// Runs a mixture through the suppressor and its mask through followers on speech and noise alone.
 /// Returns the three outputs, time-aligned with the input (latency removed, tail zero).
-func separate(speech: [Float], noise: [Float], rate: Double, values: ParameterValues = ParameterValues())
+func separate(speech: [Float], noise: [Float], rate: Double, values: ParameterValues = classicalValues())
     -> (mixture: [Float], speech: [Float], noise: [Float], latency: Int) {
     var leader = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
     var speechFollower = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
@@ -133,7 +140,7 @@ struct SNRResult {
 }
 
 /// The CI measure: speech-like source plus white and pink noise at 5 dB SNR.
-func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: ParameterValues = ParameterValues()) -> SNRResult {
+func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: ParameterValues = classicalValues()) -> SNRResult {
     let count = Int(rate * seconds)
     let (speech, _) = SignalMaker.speech(rate: rate, count: count)
     var maker = SignalMaker(seed: 7)
@@ -181,7 +188,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
         var input = signal
         for i in 0..<silence { input[i] = 0 }
         var output = input
-        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
+        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: classicalValues())
         output.withUnsafeMutableBufferPointer { suppressor.process($0.baseAddress!, nil, count: input.count) }
         let latency = suppressor.latency
         return (input, Array(output[latency...]) + [Float](repeating: 0, count: latency), silence)
@@ -216,7 +223,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
 
     @Test(arguments: [8000.0, 16000, 44100, 48000, 96000, 192000])
     func everyRate(rate: Double) {
-        let suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
+        let suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: classicalValues())
         #expect(Double(suppressor.latency) <= 0.005_334 * rate)
         #expect(suppressor.latency == NoiseSuppressor.latency(sampleRate: rate))
         #expect(Chain(sampleRate: rate, channels: 2).latency == suppressor.latency + Limiter.lookahead(sampleRate: rate))
@@ -228,7 +235,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
 
     /// Lag of the output's cross-correlation peak against a noise burst input.
     func measuredDelay(rate: Double, enabled: Bool) -> Int {
-        var values = ParameterValues()
+        var values = classicalValues()
         values[.nsEnable] = enabled ? 1 : 0
         var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
         var maker = SignalMaker(seed: 3)
@@ -246,7 +253,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
     }
 
     @Test func disabledIsAPureDelay() {
-        var values = ParameterValues()
+        var values = classicalValues()
         values[.nsEnable] = 0
         var suppressor = NoiseSuppressor(sampleRate: 48000, channels: 1, values: values)
         var maker = SignalMaker(seed: 5)
@@ -265,16 +272,16 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
         let rate = 48000.0
         let count = Int(rate * 6)
         let input = (0..<count).map { Float(0.3 * LibM.sin(2 * Double.pi * 200 * Double($0) / rate)) }
-        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
+        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: classicalValues())
         var output = input
-        var off = ParameterValues()
+        var off = classicalValues()
         off[.nsEnable] = 0
         output.withUnsafeMutableBufferPointer { buffer in
             var done = 0
             while done < count {
                 let n = min(480, count - done)
                 if done == Int(rate * 3) { suppressor.set(off) }
-                if done == Int(rate * 4.5) { suppressor.set(ParameterValues()) }
+                if done == Int(rate * 4.5) { suppressor.set(classicalValues()) }
                 suppressor.process(buffer.baseAddress! + done, nil, count: n)
                 done += n
             }
@@ -303,7 +310,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
 
     func noiseOnlyAttenuation(reduction: Double) -> Double {
         let rate = 48000.0
-        var values = ParameterValues()
+        var values = classicalValues()
         values[.nsReduction] = Float(reduction)
         var maker = SignalMaker(seed: 11)
         let count = Int(rate * 5)
@@ -321,7 +328,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
         let count = Int(rate * 7), step = Int(rate * 3)
         let white = maker.white(count), pink = maker.pink(count)
         let noise = (0..<count).map { i in (0.01 * white[i] + 0.03 * pink[i]) * (i < step ? 1 : 3.1623) }
-        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
+        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: classicalValues())
         var output = noise
         var floorBefore: Float = 0, floorAfter: Float = 0
         output.withUnsafeMutableBufferPointer { buffer in
@@ -349,13 +356,13 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
         let count = Int(rate * 2)
         // White noise of RMS 0.01 (-40 dBFS): uniform in ±a has RMS a/√3.
         var noise = maker.white(count).map { $0 * 0.01 * 1.7320508 }
-        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
+        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: classicalValues())
         noise.withUnsafeMutableBufferPointer { suppressor.process($0.baseAddress!, nil, count: count) }
         #expect(abs(suppressor.noiseFloorDB + 40) <= 2, "noise floor \(suppressor.noiseFloorDB) dBFS")
         #expect(suppressor.speechProbability == 0, "nobody speaks, the gate is shut")
         let (speech, _) = SignalMaker.speech(rate: rate, count: count)
         var loud = speech.map { $0 * 3 }
-        var suppressor2 = NoiseSuppressor(sampleRate: rate, channels: 1, values: ParameterValues())
+        var suppressor2 = NoiseSuppressor(sampleRate: rate, channels: 1, values: classicalValues())
         var busiest: Float = 0
         loud.withUnsafeMutableBufferPointer { buffer in
             for start in stride(from: 0, to: count, by: 480) {

@@ -41,7 +41,7 @@ func vowel(rate: Double, count: Int, amplitude: Float) -> [Float] {
 }
 
 /// Runs the suppressor over `input` in hops; returns the output and the gate's openness after every hop.
-func runGate(_ input: [Float], rate: Double, values: ParameterValues = ParameterValues()) -> (output: [Float], openness: [Float], hop: Int) {
+func runGate(_ input: [Float], rate: Double, values: ParameterValues = classicalValues()) -> (output: [Float], openness: [Float], hop: Int) {
     var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
     var output = input
     var openness: [Float] = []

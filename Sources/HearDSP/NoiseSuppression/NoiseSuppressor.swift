@@ -1,5 +1,8 @@
 // Noise suppression, the chain's first stage: a short-time spectral gain that keeps speech and
-// lowers everything the noise estimate explains.
+// lowers everything the noise estimate explains. Two modes (`ns.mode`): classical, the estimator
+// below alone; learned (the default), where a trained model reads the estimator's state and its
+// band gains are combined with the estimator's (LearnedGains.swift, GainModel.swift). This file is
+// the framing and the classical estimator.
 //
 // Analysis and synthesis (low delay, after Mauler & Martin): frames of N samples advance by a hop
 // of M; the analysis window is long and asymmetric (a slow sqrt-Hann rise over N - M samples, a
