@@ -27,8 +27,11 @@ let package = Package(
         .target(name: "CHearModel", exclude: ["hear-model.bin", "hear-model.bin.sha256"],
                 cSettings: [.unsafeFlags(["-std=c23"])]),
         .target(name: "HearDSP", dependencies: ["CHearModel"], swiftSettings: realTimeFlags),
+        // The socket, file and thread layer (typed errors, EINTR retried, deadlines), shared by the
+        // plugin's control server and hearctl; no Foundation, since the plugin links it.
+        .target(name: "HearSystem", dependencies: ["CHearSys"]),
         .target(
-            name: "HearPlugin", dependencies: ["HearDSP", "HearControl", "CLADSPA", "CHearSys"], swiftSettings: realTimeFlags,
+            name: "HearPlugin", dependencies: ["HearDSP", "HearControl", "HearSystem", "CLADSPA"], swiftSettings: realTimeFlags,
             // Self-contained for the PipeWire daemon: the Swift runtime linked in and hidden.
             linkerSettings: [.unsafeFlags([
                 "-static-stdlib", "-Xlinker", "--exclude-libs=ALL",
@@ -39,7 +42,7 @@ let package = Package(
         .target(name: "HearControl", dependencies: ["HearDSP"]),
         .executableTarget(
             name: "hearctl",
-            dependencies: ["HearControl", "HearDSP", "CPipeWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["HearControl", "HearDSP", "HearSystem", "CPipeWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             // Self-contained: the Swift runtime and Foundation linked in, so it runs without a toolchain
             // (compiled with the flag too, so that the static Foundation's modules name their libraries).
             swiftSettings: [.unsafeFlags(["-static-stdlib"])],
@@ -51,9 +54,10 @@ let package = Package(
         // A real-time LADSPA host process for the control tests (Tests/HearPluginTests/Control*.swift).
         // Training features for the learned noise suppressor, computed by the suppressor itself (`make train`).
         .executableTarget(name: "hear-features", dependencies: ["HearDSP"], path: "Tests/FeatureDump"),
-        .executableTarget(name: "hear-testhost", dependencies: ["CLADSPA", "CMallocCounter"], path: "Tests/TestHost"),
+        .executableTarget(name: "hear-testhost", dependencies: ["CLADSPA", "CMallocCounter", "HearSystem"], path: "Tests/TestHost"),
         .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "CHearModel", "TestSupport"]),
-        .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "CLADSPA", "CMallocCounter", "TestSupport"]),
+        .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "HearSystem", "CLADSPA", "CMallocCounter", "TestSupport"]),
+        .testTarget(name: "HearSystemTests", dependencies: ["HearSystem"]),
         .testTarget(name: "HearControlTests", dependencies: ["HearControl", "HearDSP", "TestSupport"]),
         // The conf.d drop-ins in a real PipeWire and PulseAudio that the tests start and stop themselves.
         .testTarget(name: "IntegrationTests", dependencies: ["HearDSP", "CLADSPA", "TestSupport"]),

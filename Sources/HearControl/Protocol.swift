@@ -7,7 +7,10 @@
 //   follows SocketPath.directory (HEAR_RUNTIME_DIR, else $XDG_RUNTIME_DIR/hear, else
 //   /tmp/hear-<uid>). The directory is 0700 and the socket 0600; the server also refuses any peer
 //   whose uid (SO_PEERCRED) is not its own. Clients glob the directory and talk to every socket;
-//   a socket whose pid is dead is stale and is removed, never trusted.
+//   a socket that refuses connections is stale and is removed (only if it is a socket of the same
+//   user); pids are not trusted for this, since a server in another PID namespace has a pid that
+//   means nothing here. Clients trust only a directory of their own that group and others cannot
+//   write, a socket of their own, and a server whose SO_PEERCRED uid is theirs (or root's).
 //
 // Framing
 //   UTF-8 text, one request per line ending in "\n", at most `Protocol.maximumLine` bytes
@@ -30,6 +33,8 @@
 //                                             (every parameter when no key is given)
 //   set   [chain=N] KEY VALUE [KEY VALUE ...] -> ok instances=<count changed>
 //   reset [chain=N] [KEY ...]              -> ok instances=<count>; back to the schema defaults
+//   sync                                   -> ok once every change this process took is saved on disk
+//                                             (`hearctl set --sync`), else error save-failed
 //   KEY is a schema key (HearDSP/Parameters.swift). VALUE is a number, optionally followed by the
 //   parameter's unit ("6", "6dB", "3:1"), or on/off/true/false/yes/no for switches. A request is
 //   checked whole before anything changes: one bad key or value and nothing is set.
@@ -42,8 +47,17 @@
 //   bad-value          not a finite number in the parameter's unit
 //   out-of-range       outside the schema range (the message states it)
 //   no-instance        no instance of the selected chain runs in this process
-//   busy               the server already serves its maximum number of clients
+//   busy               the server already serves its maximum number of clients (or closes this
+//                      idle connection to serve a new one)
 //   denied             the peer runs as another user
+//   timeout            a request line was not completed within 5 s of its first byte; the
+//                      connection is then closed
+//   save-failed        `sync` could not write the settings (the message says why)
+//
+// Flow: requests may be pipelined; they are answered in order. While a client has 64 KB of replies
+//   unread the server reads no further requests from it (backpressure) and drops it if its replies
+//   do not drain within 10 s. After end of input (shutdown SHUT_WR) the replies owed are still
+//   sent. A connection silent for 10 s is closed.
 //
 // Who wins: the host's control ports and socket writes are last-writer-wins, per parameter. The
 //   audio thread notices a control port whose value changed since the last block, and a socket
@@ -63,6 +77,8 @@ public enum Protocol {
     public static var tag: String { "\(name)/\(version)" }
     /// Longest request line, newline included.
     public static let maximumLine = 4096
+    /// Longest reply line a client accepts (without the newline); replies are far shorter.
+    public static let maximumReplyLine = 1 << 16
 }
 
 /// What went wrong with a request, as sent in an `error` line.
@@ -76,6 +92,8 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case noInstance = "no-instance"
     case busy
     case denied
+    case timeout
+    case saveFailed = "save-failed"
 }
 
 public struct ProtocolError: Error, Equatable, Sendable, CustomStringConvertible {

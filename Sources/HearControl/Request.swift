@@ -20,12 +20,15 @@ public enum Request: Equatable, Sendable {
     case set(chain: Int?, assignments: [Assignment])
     /// Every parameter when `parameters` is empty.
     case reset(chain: Int?, parameters: [Parameter])
+    /// Answered once every change the server took is on disk.
+    case sync
 
     /// The request on one line, without the newline.
     public var line: String {
         switch self {
         case .ping: return "ping"
         case .status: return "status"
+        case .sync: return "sync"
         case .get(let chain, let parameters):
             return (["get"] + Self.selector(chain) + parameters.map(\.key)).joined(separator: " ")
         case .set(let chain, let assignments):
@@ -54,9 +57,9 @@ public enum Request: Equatable, Sendable {
         guard let verb = tokens.first else { return .failure(ProtocolError(.badRequest, "empty request")) }
         var rest = Array(tokens.dropFirst())
         switch verb {
-        case "ping", "status":
+        case "ping", "status", "sync":
             guard rest.isEmpty else { return .failure(ProtocolError(.badRequest, "\(verb) takes no arguments")) }
-            return .success(verb == "ping" ? .ping : .status)
+            return .success(verb == "ping" ? .ping : verb == "status" ? .status : .sync)
         case "get", "reset":
             let chain: Int?
             switch takeSelector(&rest) {
@@ -98,7 +101,7 @@ public enum Request: Equatable, Sendable {
             }
             return .success(.set(chain: chain, assignments: assignments))
         default:
-            return .failure(ProtocolError(.unknownVerb, "unknown request '\(ParameterValue.printable(verb))'; expected ping, status, get, set or reset"))
+            return .failure(ProtocolError(.unknownVerb, "unknown request '\(ParameterValue.printable(verb))'; expected ping, status, get, set, reset or sync"))
         }
     }
 

@@ -5,8 +5,9 @@
 //     gain = 6
 //     comp.ratio = 3
 //
-// A file is taken whole or not at all: any line that is not a known key with a value in range
-// makes it corrupt, and the reader reports the line and ignores the file.
+// Lines may end in LF or CRLF. Presets are strict (`parse`: the first bad line rejects the file);
+// state files are read tolerantly (`parseTolerant`: every good line is kept, every bad line is
+// reported with its number), so one damaged line never costs the others.
 
 import HearDSP
 
@@ -35,29 +36,41 @@ public struct Settings: Equatable, Sendable {
         return out
     }
 
+    /// Strict: the first line that is not a known key with a value in range fails the whole text.
     public static func parse(_ text: String) -> Result<Settings, ProtocolError> {
+        let (settings, errors) = parseTolerant(text)
+        if let first = errors.first { return .failure(first) }
+        return .success(settings)
+    }
+
+    /// Tolerant: the settings of every good line (a later line for the same key wins), and one
+    /// error per bad line, naming its number.
+    public static func parseTolerant(_ text: String) -> (settings: Settings, errors: [ProtocolError]) {
         var settings = Settings()
+        var errors: [ProtocolError] = []
         var number = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // "\r\n" is one Character in Swift: split on it as well as on "\n" (and a lone "\r").
+        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
             number += 1
             var line = Substring(rawLine)
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
             let trimmed = String(line).trimmingSpaces
             if trimmed.isEmpty { continue }
             guard let equals = trimmed.firstIndex(of: "=") else {
-                return .failure(ProtocolError(.badRequest, "line \(number): expected 'key = value'"))
+                errors.append(ProtocolError(.badRequest, "line \(number): expected 'key = value'"))
+                continue
             }
             let key = String(trimmed[..<equals]).trimmingSpaces
             let valueText = String(trimmed[trimmed.index(after: equals)...]).trimmingSpaces
             switch ParameterKey.parse(key) {
-            case .failure(let error): return .failure(ProtocolError(error.code, "line \(number): \(error.message)"))
+            case .failure(let error): errors.append(ProtocolError(error.code, "line \(number): \(error.message)"))
             case .success(let parameter):
                 switch ParameterValue.parse(valueText, for: parameter) {
-                case .failure(let error): return .failure(ProtocolError(error.code, "line \(number): \(error.message)"))
+                case .failure(let error): errors.append(ProtocolError(error.code, "line \(number): \(error.message)"))
                 case .success(let value): settings[parameter] = value
                 }
             }
         }
-        return .success(settings)
+        return (settings, errors)
     }
 }

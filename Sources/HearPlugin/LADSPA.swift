@@ -4,6 +4,13 @@
 import CLADSPA
 import Glibc
 import HearDSP
+import HearSystem
+
+/// The library stays loaded once a host has looked at it: the statically linked Swift runtime
+/// allocates at load and cannot be unloaded cleanly (each dlopen/dlclose cycle of a fresh copy
+/// leaked ~11 KB), and the control thread's code must outlive any dlclose. PipeWire reloads
+/// filter-chains on every config change; now those reloads reuse this copy.
+let libraryPinned = Threads.pinLibrary()
 
 /// The two plugins this library offers, in `ladspa_descriptor` index order.
 enum Label: Int, CaseIterable {
@@ -60,6 +67,7 @@ struct Descriptors: @unchecked Sendable {
 
 @_cdecl("ladspa_descriptor")
 public func ladspa_descriptor(_ index: UInt) -> UnsafePointer<LADSPA_Descriptor>? {
+    _ = libraryPinned
     let table = Descriptors.shared.table
     guard index < UInt(table.count) else { return nil }
     return UnsafePointer(table[Int(index)])

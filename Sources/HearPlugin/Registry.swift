@@ -1,11 +1,14 @@
 // The live instances of this process, as the control server sees them. The host's threads add and
 // remove entries (instantiate, cleanup); the server thread reads them. The audio thread never
 // touches the registry: it meets the server only through each instance's ControlBlock.
-// The first instance starts the control server and the last one stops it.
+// The first instance starts the control server and the last one stops it. Neither waits on a file
+// system: starting only creates the server's thread, and the server never holds the lock below
+// while it reads or writes files or sockets.
 
 import Glibc
 import HearControl
 import HearDSP
+import HearSystem
 import Synchronization
 
 /// Levels over the last meter window, in dBFS (reductions in dB).
@@ -48,6 +51,10 @@ final class Registry: @unchecked Sendable {
     struct State {
         var entries: [RegistryEntry] = []
         var nextID = 1
+        /// The id of the server that may touch the entries (0: none). A server that could not be
+        /// joined in time (stuck in a file system) finds itself replaced and keeps its hands off.
+        var server = 0
+        var nextServer = 1
     }
 
     let state = Mutex(State())
@@ -66,8 +73,15 @@ final class Registry: @unchecked Sendable {
                 state.nextID += 1
             }
             if server == nil {
+                // Code that a thread runs must stay mapped until that thread ends, whatever the host dlcloses.
+                Threads.pinLibrary()
+                let id = state.withLock { state in
+                    state.server = state.nextServer
+                    state.nextServer += 1
+                    return state.server
+                }
                 do {
-                    server = try ControlServer.start(registry: self)
+                    server = try ControlServer.start(registry: self, id: id)
                 } catch {
                     // The filter works without its control socket; say why hearctl will not find it.
                     Syscall.log("control socket unavailable, hearctl cannot reach this process: \(error)")
@@ -82,6 +96,7 @@ final class Registry: @unchecked Sendable {
         lifecycle.withLock { server in
             let empty = state.withLock { state in
                 state.entries.removeAll { Int(bitPattern: $0.control) == key }
+                if state.entries.isEmpty { state.server = 0 }
                 return state.entries.isEmpty
             }
             if empty, let running = server {

@@ -1,14 +1,36 @@
 // Finding and talking to control servers: every `hear-<pid>.sock` in the socket directory is one
-// process hosting the plugin. Sockets of dead processes are removed, never trusted.
+// process hosting the plugin. The socket work is HearSystem's (shared with the plugin's server);
+// this file adds what a client must not trust:
+//   - the directory must be the user's (or root's) and not writable by group or others, each
+//     socket the user's, and each server's SO_PEERCRED uid the user's or root's;
+//   - every wait has a deadline (`--timeout`, default 2 s: connect, greeting, each reply), and a
+//     server that misses it is reported with exit status 3;
+//   - a reply line longer than Protocol.maximumReplyLine is an error, not a memory leak;
+//   - control characters in what a server sends are replaced before anything is printed;
+//   - a socket that refuses connections is stale and removed (it is the user's); pids are never
+//     used to judge a socket, since a server in another PID namespace has a pid meaningless here.
 
 import Foundation
 import Glibc
 import HearControl
 import HearDSP
+import HearSystem
 
 struct CLIError: Error, CustomStringConvertible {
     let description: String
-    init(_ description: String) { self.description = description }
+    /// A server did not answer in time: exit status 3 instead of 1.
+    var timedOut = false
+    init(_ description: String, timedOut: Bool = false) {
+        self.description = description
+        self.timedOut = timedOut
+    }
+}
+
+/// Exit statuses (also in `hearctl --help`).
+enum ExitStatus {
+    static let error: Int32 = 1
+    static let usage: Int32 = 2
+    static let timeout: Int32 = 3
 }
 
 /// A server's answer to one request.
@@ -18,75 +40,78 @@ struct Reply {
     var okFields: [(name: String, value: String)] = []
 }
 
+/// Text from a server made safe for a terminal: control characters (C0, DEL, C1, and the Unicode
+/// format controls that reorder text) become "?", invalid UTF-8 becomes U+FFFD.
+enum Sanitize {
+    static func text(_ bytes: some Collection<UInt8>) -> String {
+        var scalars = String.UnicodeScalarView()
+        for scalar in String(decoding: bytes, as: UTF8.self).unicodeScalars {
+            scalars.append(isControl(scalar) ? "?" : scalar)
+        }
+        return String(scalars)
+    }
+
+    static func text(_ string: String) -> String { text(Array(string.utf8)) }
+
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        let value = scalar.value
+        if value < 0x20 || value == 0x7F || (0x80...0x9F).contains(value) { return true }
+        // Bidirectional overrides and isolates, zero-width and other invisible format characters.
+        return scalar.properties.generalCategory == .format
+    }
+}
+
 final class Connection {
     let path: String
     let pid: Int32
-    private let fd: Int32
-    private var buffer: [UInt8] = []
+    let timeout: Double
+    private let channel: LineConnection
 
-    init(path: String, pid: Int32, timeout: Double = 2) throws {
+    init(path: String, pid: Int32, timeout: Double) throws {
         self.path = path
         self.pid = pid
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw CLIError("socket: \(String(cString: strerror(errno)))") }
-        var time = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - floor(timeout)) * 1e6))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
-            throw CLIError("socket path too long: \(path)")
+        self.timeout = timeout
+        let deadline = Deadline(seconds: timeout)
+        do {
+            channel = try LineConnection(path: path, deadline: deadline)
+        } catch {
+            throw ConnectError(error: error)
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        let peer: PeerCredentials
+        do { peer = try channel.peerCredentials() } catch { throw CLIError("\(Sanitize.text(path)): \(error)") }
+        guard Trust.acceptablePeer(peer, uid: getuid()) else {
+            throw CLIError("\(Sanitize.text(path)): the server runs as uid \(peer.uid), not as you (uid \(getuid())) or root; not talking to it")
         }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        if result != 0 {
-            let code = errno
-            close(fd)
-            throw ConnectError(code: code)
-        }
-        let greeting = try readLine()
+        let greeting = try readLine(deadline: deadline, waitingFor: "its greeting")
         if let line = ReplyLine.parse(greeting), case .error(let error) = line {
-            close(fd)
-            throw CLIError("\(path): \(error.code.rawValue): \(error.message)")
+            throw CLIError("\(Sanitize.text(path)): \(error.code.rawValue): \(error.message)")
         }
         guard let parsed = Greeting.parse(greeting) else {
-            close(fd)
-            throw CLIError("\(path): not a hear control socket (greeting '\(greeting.prefix(60))')")
+            throw CLIError("\(Sanitize.text(path)): not a hear control socket (greeting '\(greeting.prefix(60))')")
         }
         guard parsed.version == Protocol.version else {
-            close(fd)
-            throw CLIError("\(path): speaks protocol version \(parsed.version), this hearctl speaks \(Protocol.version); use matching versions")
+            throw CLIError("\(Sanitize.text(path)): speaks protocol version \(parsed.version), this hearctl speaks \(Protocol.version); use matching versions")
         }
     }
 
-    struct ConnectError: Error { let code: Int32 }
-
-    deinit { close(fd) }
+    /// A failure to connect at all (the caller decides whether the socket is stale).
+    struct ConnectError: Error { let error: SystemError }
 
     func send(_ request: Request) throws -> Reply {
         try sendRaw(request.line)
     }
 
+    /// One request and its whole reply, within `timeout`.
     func sendRaw(_ line: String) throws -> Reply {
-        let bytes = Array((line + "\n").utf8)
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw CLIError("process \(pid): send: \(String(cString: strerror(errno)))")
-            }
-            sent += count
+        let deadline = Deadline(seconds: timeout)
+        do {
+            try channel.send(Array((line + "\n").utf8), deadline: deadline)
+        } catch {
+            throw failure(error, waitingFor: "the request to be taken")
         }
         var reply = Reply()
         while true {
-            let text = try readLine()
+            let text = try readLine(deadline: deadline, waitingFor: "a reply")
             guard let parsed = ReplyLine.parse(text) else { throw CLIError("process \(pid): unreadable reply '\(text.prefix(80))'") }
             switch parsed {
             case .record(let record): reply.records.append(record)
@@ -97,24 +122,30 @@ final class Connection {
         }
     }
 
-    private func readLine() throws -> String {
-        while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
-                let line = String(decoding: buffer[..<newline], as: UTF8.self)
-                buffer.removeSubrange(...newline)
-                return line
-            }
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { throw CLIError("process \(pid) did not answer in time (\(path))") }
-                throw CLIError("process \(pid): \(String(cString: strerror(errno)))")
-            }
-            if count == 0 { throw CLIError("process \(pid) closed the connection (\(path))") }
-            buffer += chunk[0..<count]
+    /// The next line, with control characters replaced.
+    private func readLine(deadline: Deadline, waitingFor what: String) throws -> String {
+        do {
+            return Sanitize.text(try channel.readLine(deadline: deadline, limit: Protocol.maximumReplyLine))
+        } catch {
+            throw failure(error, waitingFor: what)
         }
     }
+
+    private func failure(_ error: LineError, waitingFor what: String) -> CLIError {
+        let place = "process \(pid) (\(Sanitize.text(path)))"
+        switch error {
+        case .timedOut(let seconds):
+            return CLIError("\(place) did not send \(what) within \(Self.seconds(seconds)); it may be hung (--timeout sets the wait)", timedOut: true)
+        case .closed:
+            return CLIError("\(place) closed the connection")
+        case .tooLong(let limit):
+            return CLIError("\(place) sent a reply line longer than \(limit) bytes; not a hear server, or a broken one")
+        case .system(let error):
+            return CLIError("\(place): \(error)")
+        }
+    }
+
+    static func seconds(_ value: Double) -> String { value == value.rounded() ? "\(Int(value)) s" : "\(value) s" }
 }
 
 /// An `error` line from a server.
@@ -128,39 +159,58 @@ enum Discovery {
     static var environment: (String) -> String? { { ProcessInfo.processInfo.environment[$0] } }
     static var directory: String { SocketPath.directory(environment: environment, uid: getuid()) }
 
-    /// Connections to every live server, oldest process first. Stale sockets are removed.
-    static func connect() throws -> [Connection] {
+    /// Connections to every live server, oldest process first. Stale sockets of ours are removed.
+    static func connect(timeout: Double) throws -> [Connection] {
         let directory = self.directory
-        // A directory someone else made (say /tmp/hear-<uid> planted by another user) is not trusted.
-        var info = stat()
-        if lstat(directory, &info) == 0 && (info.st_uid != getuid() || info.st_mode & S_IFMT != S_IFDIR) {
-            throw CLIError("\(directory) is not a directory of yours (owner uid \(info.st_uid)); refusing to use it")
+        let uid = getuid()
+        var names: [String] = []
+        do {
+            try Trust.checkClientDirectory(directory, uid: uid)
+            names = try Syscall.list(directory)
+        } catch where error.notFound {
+            names = []
+        } catch {
+            throw CLIError(Sanitize.text(error.description))
         }
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         var connections: [Connection] = []
         var problems: [String] = []
+        var timedOut = false
         for (pid, name) in names.compactMap({ name in SocketPath.pid(socketName: name).map { ($0, name) } }).sorted(by: { $0.0 < $1.0 }) {
             let path = directory + "/" + name
-            if kill(pid, 0) != 0 && errno == ESRCH {
-                unlink(path)  // its process is gone
+            guard let info = try? Syscall.status(path) else { continue }
+            guard info.st_mode & S_IFMT == S_IFSOCK else {
+                problems.append("\(Sanitize.text(path)) is a \(Syscall.kind(info.st_mode)), not a socket; skipped")
+                continue
+            }
+            guard info.st_uid == uid else {
+                problems.append("\(Sanitize.text(path)) belongs to uid \(info.st_uid), not to you; skipped")
                 continue
             }
             do {
-                connections.append(try Connection(path: path, pid: pid))
-            } catch let error as Connection.ConnectError {
-                if error.code == ECONNREFUSED || error.code == ENOENT {
-                    unlink(path)  // nobody listens: left behind by a process whose pid now belongs to another
-                } else {
-                    problems.append("\(path): \(String(cString: strerror(error.code)))")
+                connections.append(try Connection(path: path, pid: pid, timeout: timeout))
+            } catch let failure as Connection.ConnectError {
+                switch failure.error.code {
+                case ECONNREFUSED:
+                    try? Syscall.unlink(path)  // nobody listens: left behind by a process that is gone
+                case ENOENT:
+                    continue
+                case ETIMEDOUT:
+                    timedOut = true
+                    problems.append(Sanitize.text(failure.error.description))
+                default:
+                    problems.append(Sanitize.text(failure.error.description))
                 }
+            } catch let error as CLIError {
+                timedOut = timedOut || error.timedOut
+                problems.append(error.description)
             } catch {
                 problems.append("\(error)")
             }
         }
         if connections.isEmpty {
-            if !problems.isEmpty { throw CLIError(problems.joined(separator: "\n")) }
+            if !problems.isEmpty { throw CLIError(problems.joined(separator: "\n"), timedOut: timedOut) }
             throw CLIError("""
-                no running hear filter found (no control socket in \(directory)).
+                no running hear filter found (no control socket in \(Sanitize.text(directory))).
                 Start one: put a filter-chain drop-in that loads libhear.so into ~/.config/pipewire/pipewire.conf.d/ \
                 (see the README, "Set-up") and run `systemctl --user restart pipewire`.
                 """)
@@ -175,10 +225,12 @@ struct Target {
     let chain: Int?
     let connections: [Connection]
 
-    init(chain: Int?) throws {
+    init(chain: Int?, timeout: Double) throws {
         self.chain = chain
-        connections = try Discovery.connect()
+        connections = try Discovery.connect(timeout: timeout)
     }
+
+    init(_ option: ChainOption) throws { try self.init(chain: option.number, timeout: option.timeout) }
 
     var chainDescription: String { chain.map { "chain \($0) (\(ChainName.name($0)))" } ?? "any chain" }
 
@@ -198,6 +250,11 @@ struct Target {
             throw CLIError("no running instance of \(chainDescription); running chains: \(list)")
         }
         return replies
+    }
+
+    /// Asks every server that took a change to have it on disk before answering.
+    func sync(_ replies: [(Connection, Reply)]) throws {
+        for (connection, _) in replies { _ = try connection.send(.sync) }
     }
 
     func statuses() throws -> [(pid: Int32, status: InstanceStatus, notices: [String])] {

@@ -99,6 +99,8 @@ extension Hearctl {
         var dryRun = false
         @Option(name: .long, help: ArgumentHelp("The chain to fit: a number or a name (default: speaker).", valueName: "chain"))
         var chain = "speaker"
+        @Option(name: .long, help: ArgumentHelp("Seconds to wait for each server (exit status 3 when one does not answer).", valueName: "seconds"))
+        var timeout: Double = 2
         @OptionGroup var output: JSONOption
 
         var audiograms: (left: Audiogram, right: Audiogram) {
@@ -132,7 +134,7 @@ extension Hearctl {
             var notices: [String] = []
             var target: Target?
             if !dryRun {
-                let connected = try Target(chain: chainNumber)
+                let connected = try Target(chain: chainNumber, timeout: timeout)
                 guard let status = try connected.statuses().first?.status else {
                     let running = (try? connected.runningChains()) ?? []
                     throw CLIError("no running instance of chain \(chainNumber) (\(ChainName.name(chainNumber))); running chains: "

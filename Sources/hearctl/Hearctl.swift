@@ -14,7 +14,8 @@ struct Hearctl: ParsableCommand {
             hearctl talks to every process that runs the hear plugin (PipeWire's filter-chain, a PulseAudio \
             daemon) through its control socket in $HEAR_RUNTIME_DIR, else $XDG_RUNTIME_DIR/hear, else \
             /tmp/hear-$UID. Changes take effect within one audio block and are saved per chain, so they \
-            survive a restart. Exit status: 0 success, 1 error, 2 usage.
+            survive a restart (`set --sync` returns once they are on disk). Every wait for a server has a \
+            deadline (--timeout, default 2 s). Exit status: 0 success, 1 error, 2 usage, 3 a server did not answer in time.
 
             Examples:
               hearctl status
@@ -35,10 +36,15 @@ struct ChainOption: ParsableArguments {
                                             valueName: "chain"))
     var chain: String?
 
+    @Option(name: .long, help: ArgumentHelp("Seconds to wait for each server to connect and to answer each request (exit status 3 when one does not).",
+                                            valueName: "seconds"))
+    var timeout: Double = 2
+
     mutating func validate() throws {
         if let chain, ChainName.number(chain) == nil {
             throw ValidationError("--chain takes a number from 0 to \(ChainName.maximum) or a name (default, mic, speaker, chainN), not '\(chain)'")
         }
+        guard timeout.isFinite, timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout takes seconds, more than 0 and at most 3600") }
     }
 
     var number: Int? { chain.flatMap(ChainName.number) }
@@ -64,7 +70,7 @@ extension Hearctl {
             let chains = graph.chains
             let target: Target
             do {
-                target = try Target(chain: self.target.number)
+                target = try Target(self.target)
             } catch where !chains.isEmpty {
                 // No instance: filter-chain drops the plugin while its nodes are suspended.
                 if output.json {
@@ -97,7 +103,7 @@ extension Hearctl {
         @OptionGroup var output: JSONOption
 
         func run() throws {
-            let chains = try Target(chain: target.number).values([])
+            let chains = try Target(target).values([])
             if output.json {
                 Output.json(["parameters": Parameter.allCases.map { parameter -> [String: Any] in
                     let spec = parameter.spec
@@ -126,7 +132,7 @@ extension Hearctl {
 
         func run() throws {
             let keys = try parameters.map { try Input.parameter($0) }
-            let chains = try Target(chain: target.number).values(keys)
+            let chains = try Target(target).values(keys)
             if output.json {
                 Output.json(["chains": chains.map { chain -> [String: Any] in
                     ["chain": chain.chain, "name": ChainName.name(chain.chain),
@@ -148,15 +154,18 @@ extension Hearctl {
             abstract: "Set parameters on the running filter: PARAM VALUE [PARAM VALUE ...].",
             discussion: """
                 Values may carry the parameter's unit; switches take on/off. All pairs are checked before \
-                anything changes. Examples:
+                anything changes. Settings are saved within 1 s; with --sync hearctl returns only once they \
+                are on disk. Examples:
                   hearctl set gain 6
                   hearctl set gain 6dB
                   hearctl set comp.ratio 3 comp.threshold -30
+                  hearctl set --sync gain 6
                 """)
 
         @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Parameter and value pairs.", valueName: "param value"))
         var pairs: [String] = []
         @OptionGroup var target: ChainOption
+        @Flag(name: .long, help: "Return only once the new values are saved on disk.") var sync = false
 
         mutating func validate() throws {
             // Negative values ("-30") arrive here too: only the leading --chain option is parsed by name.
@@ -166,6 +175,14 @@ extension Hearctl {
                 let token = pairs[index]
                 if token == "--chain", index + 1 < pairs.count { target.chain = pairs[index + 1]; index += 2; continue }
                 if token.hasPrefix("--chain=") { target.chain = String(token.dropFirst(8)); index += 1; continue }
+                if token == "--sync" { sync = true; index += 1; continue }
+                if token == "--timeout" || token.hasPrefix("--timeout=") {
+                    let text = token == "--timeout" ? (index + 1 < pairs.count ? pairs[index + 1] : "") : String(token.dropFirst(10))
+                    guard let seconds = Double(text) else { throw ValidationError("--timeout takes seconds, not '\(text)'") }
+                    target.timeout = seconds
+                    index += token == "--timeout" ? 2 : 1
+                    continue
+                }
                 if token.hasPrefix("--") { throw ValidationError("unknown option '\(token)'") }
                 rest.append(token)
                 index += 1
@@ -182,7 +199,9 @@ extension Hearctl {
                 let parameter = try Input.parameter(pairs[index])
                 assignments.append(Assignment(parameter, try Input.value(pairs[index + 1], for: parameter)))
             }
-            _ = try Target(chain: target.number).each(.set(chain: target.number, assignments: assignments))
+            let target = try Target(target)
+            let replies = try target.each(.set(chain: self.target.number, assignments: assignments))
+            if sync { try target.sync(replies) }
         }
     }
 
@@ -196,7 +215,7 @@ extension Hearctl {
         @OptionGroup var target: ChainOption
 
         func run() throws {
-            _ = try Target(chain: target.number).each(.set(chain: target.number, assignments: [Assignment(.bypass, state == .on ? 1 : 0)]))
+            _ = try Target(target).each(.set(chain: target.number, assignments: [Assignment(.bypass, state == .on ? 1 : 0)]))
         }
     }
 
@@ -210,7 +229,7 @@ extension Hearctl {
 
         func run() throws {
             let keys = try parameters.map { try Input.parameter($0) }
-            _ = try Target(chain: target.number).each(.reset(chain: target.number, parameters: keys))
+            _ = try Target(target).each(.reset(chain: target.number, parameters: keys))
         }
     }
 }

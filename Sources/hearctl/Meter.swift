@@ -20,7 +20,7 @@ extension Hearctl {
         }
 
         func run() throws {
-            let target = try Target(chain: target.number)
+            let target = try Target(target)
             var drawnLines = 0
             while true {
                 let statuses = try target.statuses()

@@ -89,7 +89,7 @@ struct PresetCommand: ParsableCommand {
 
         func run() throws {
             try PresetStore.checkName(name)
-            let chains = try Target(chain: target.number).values([])
+            let chains = try Target(target).values([])
             guard chains.count == 1, let chain = chains.first else {
                 throw CLIError("\(chains.count) chains are running (\(chains.map { ChainName.name($0.chain) }.joined(separator: ", "))); pick one with --chain")
             }
@@ -117,7 +117,7 @@ struct PresetCommand: ParsableCommand {
             let (settings, _) = try PresetStore.find(name)
             // Every parameter but bypass: the preset's value or the default, so the result never depends on what came before.
             let complete = Preset.complete(settings)
-            _ = try Target(chain: target.number).each(.set(chain: target.number, assignments: complete))
+            _ = try Target(target).each(.set(chain: target.number, assignments: complete))
         }
     }
 

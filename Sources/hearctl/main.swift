@@ -1,5 +1,5 @@
 // Entry point: exit 0 on success, 1 on errors, 2 on usage mistakes (ArgumentParser's own default
-// for those is 64).
+// for those is 64), 3 when a server did not answer within --timeout.
 
 import ArgumentParser
 import Foundation
@@ -13,7 +13,7 @@ do {
     var command = try Hearctl.parseAsRoot()
     try command.run()
 } catch let error as CLIError {
-    fail(error.description, code: 1)
+    fail(error.description, code: error.timedOut ? ExitStatus.timeout : ExitStatus.error)
 } catch let error as ServerError {
     fail(error.description, code: 1)
 } catch {

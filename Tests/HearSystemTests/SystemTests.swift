@@ -1,0 +1,2 @@
+import HearSystem
+import Testing
