@@ -20,6 +20,11 @@ public struct FileIdentity: Equatable, Sendable {
 public struct PeerCredentials: Equatable, Sendable {
     public let uid: uid_t
     public let pid: pid_t
+
+    public init(uid: uid_t, pid: pid_t) {
+        self.uid = uid
+        self.pid = pid
+    }
 }
 
 /// What is at a socket path, found by looking (lstat) and then by connecting.

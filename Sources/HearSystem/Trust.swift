@@ -25,14 +25,14 @@ public enum Trust {
         }
     }
 
-    /// The runtime directory for a client: a real directory owned by `uid` (or root) that neither
-    /// group nor others can write to, so nobody else can have planted a socket in it.
+    /// The runtime directory for a client: a real directory owned by `uid` that neither group nor
+    /// others can write to, so nobody else can have planted a socket in it.
     public static func checkClientDirectory(_ path: String, uid: uid_t) throws(SystemError) {
         let info = try Syscall.status(path)
         guard info.st_mode & S_IFMT == S_IFDIR else {
             throw SystemError(call: path, code: ENOTDIR, detail: "is a \(Syscall.kind(info.st_mode)), not a directory of yours; refusing to use it")
         }
-        guard info.st_uid == uid || info.st_uid == 0 else {
+        guard info.st_uid == uid else {
             throw SystemError(call: path, code: EPERM, detail: "is not a directory of yours (owner uid \(info.st_uid)); refusing to use it")
         }
         guard info.st_mode & 0o022 == 0 else {

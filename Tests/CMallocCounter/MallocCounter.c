@@ -1,5 +1,6 @@
 #include "CMallocCounter.h"
 #include <errno.h>
+#include <malloc.h>
 #include <stddef.h>
 
 extern void *__libc_malloc(size_t size);
@@ -26,4 +27,9 @@ int posix_memalign(void **result, size_t alignment, size_t size) {
   if (!pointer) return ENOMEM;
   *result = pointer;
   return 0;
+}
+
+unsigned long hear_heap_in_use(void) {
+  struct mallinfo2 info = mallinfo2();
+  return (unsigned long)(info.uordblks + info.hblkhd);
 }

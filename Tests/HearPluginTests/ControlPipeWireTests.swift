@@ -152,11 +152,10 @@ import TestSupport
         }
     }
 
-    @Test func hearctlTunesTheFilterInsideAPipeWireDaemon() throws {
-        if let missing = Self.tools.first(where: { !FileManager.default.isExecutableFile(atPath: $0) }) {
-            print("skipped: \(missing) is not installed (`make deps` installs pipewire, wireplumber and dbus-daemon)")
-            return
-        }
+    static var toolsInstalled: Bool { tools.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) } }
+
+    @Test(.enabled(if: toolsInstalled, "pipewire, wireplumber, dbus-daemon or pw-* tools are missing (`make deps` installs them)"))
+    func hearctlTunesTheFilterInsideAPipeWireDaemon() throws {
         try exercise()
     }
 

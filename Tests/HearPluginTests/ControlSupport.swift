@@ -162,7 +162,7 @@ final class HostProcess {
     let rate: Int
 
     init(_ sandbox: Sandbox, chain: Int, amplitude: Float = 0.02, block: Int = 256, rate: Int = 48000, label: String = "hear_mono",
-         instances: Int = 1, controls: [String: Float] = [:]) throws {
+         instances: Int = 1, controls: [String: Float] = [:], arguments extraArguments: [String] = []) throws {
         try Built.require()
         recordingPath = sandbox.base + "/recording-\(UUID().uuidString).bin"
         self.block = block
@@ -174,7 +174,7 @@ final class HostProcess {
         process.arguments = ["--plugin", PluginPath.built, "--out", recordingPath, "--label", label, "--rate", String(rate),
                              "--block", String(block), "--chain", String(chain), "--amplitude", String(amplitude), "--seconds", "60",
                              "--instances", String(instances)]
-            + allControls.sorted { $0.key < $1.key }.flatMap { ["--control", "\($0.key)=\($0.value)"] }
+            + allControls.sorted { $0.key < $1.key }.flatMap { ["--control", "\($0.key)=\($0.value)"] } + extraArguments
         process.environment = sandbox.environment
         process.standardOutput = output
         process.standardInput = FileHandle.nullDevice
@@ -191,6 +191,9 @@ final class HostProcess {
     }
 
     var pid: Int32 { process.processIdentifier }
+
+    /// What the host (and the plugin in it) wrote to stderr so far.
+    var log: String { (try? String(contentsOfFile: recordingPath + ".log", encoding: .utf8)) ?? "" }
 
     /// Stops the host cleanly and reads what it recorded.
     func stop() throws -> Recording {

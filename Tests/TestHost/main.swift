@@ -11,6 +11,15 @@
 // It prints `ready <pid>` once the first block has run, and on exit one summary line:
 //   done blocks=<n> frames=<n> allocations=<n> nonfinite=<n> late=<n>
 //   hear-testhost --connect SOCKET [--send LINE]   (a bare protocol client: prints what the server says)
+//
+// Fault-injection modes (Tests/HearPluginTests/FaultInjectionTests.swift):
+//   --fifo-instantiate 1      instantiate from a SCHED_FIFO thread (as a real-time host may)
+//   --late-instance SECONDS   that long after the first block, instantiate and clean up one more
+//                             instance on the main thread and print `late-instance instantiate_ms=.. cleanup_ms=..`
+//   hear-testhost --cycles N --plugin PATH   N x (dlopen, instantiate, run, cleanup, dlclose); prints
+//                             `cycles n=N heap_after_10=B heap_after_n=B`
+//   hear-testhost --dirent-probe 1   reads a directory entry whose name ends at an unmapped page
+//   hear-testhost --list DIR         lists a directory through HearSystem (for valgrind)
 // The recording (FILE) is little-endian: frames as Float32 (first output channel), then one
 // Float64 start time (CLOCK_MONOTONIC seconds) per block.
 
@@ -18,6 +27,7 @@ import CLADSPA
 import CMallocCounter
 import Foundation
 import Glibc
+import HearSystem
 import Synchronization
 
 /// Set by the SIGTERM/SIGINT handlers (a lock-free atomic store is async-signal-safe).
@@ -74,6 +84,67 @@ if let socketPath = options["connect"] {
     exit(0)
 }
 
+// A directory entry placed so that its name ends exactly where an unmapped page begins: reading
+// d_name past its NUL (as a copy of the whole 256-byte field does) faults.
+if options["dirent-probe"] != nil {
+    let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+    guard let memory = mmap(nil, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), memory != MAP_FAILED else { fail("mmap") }
+    mprotect(memory + page, page, PROT_NONE)
+    let offset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+    let name = Array("probe".utf8) + [0]
+    let entry = memory + page - ((offset + name.count + 7) / 8 * 8)
+    let nameStart = entry + offset
+    for (index, byte) in name.enumerated() { nameStart.storeBytes(of: byte, toByteOffset: index, as: UInt8.self) }
+    // The name's NUL is the last byte before the guard page when the padding is zero.
+    let end = nameStart + name.count
+    let entryName = Syscall.entryName(entry.assumingMemoryBound(to: dirent.self))
+    print("name=\(entryName) bytes_to_guard=\(memory + page - end)")
+    exit(entryName == "probe" ? 0 : 1)
+}
+if let directory = options["list"] {
+    do {
+        let names = try Syscall.list(directory)
+        print("entries=\(names.count) bytes=\(names.reduce(0) { $0 + $1.utf8.count })")
+        exit(0)
+    } catch {
+        fail("\(error)")
+    }
+}
+// Load/unload cycles: the heap in use after 10 cycles and after N must not differ.
+if let cycleText = options["cycles"] {
+    guard let pluginPath = options["plugin"], let cycles = Int(cycleText), cycles > 10 else { fail("--cycles N (> 10) needs --plugin") }
+    let buffers = UnsafeMutablePointer<Float>.allocate(capacity: 4 * 256)
+    buffers.initialize(repeating: 0, count: 4 * 256)
+    let controls = UnsafeMutablePointer<Float>.allocate(capacity: 512)
+    controls.initialize(repeating: 0, count: 512)
+    var heapAfter10: UInt = 0
+    for cycle in 1...cycles {
+        guard let library = dlopen(pluginPath, RTLD_NOW | RTLD_LOCAL) else { fail("dlopen: \(String(cString: dlerror()))") }
+        guard let symbol = dlsym(library, "ladspa_descriptor") else { fail("no ladspa_descriptor") }
+        let function = unsafeBitCast(symbol, to: LADSPA_Descriptor_Function.self)
+        for index in 0..<UInt(2) {
+            guard let descriptor = function(index), let handle = descriptor.pointee.instantiate(descriptor, 48000) else { fail("instantiate") }
+            var audio = 0
+            for port in 0..<Int(descriptor.pointee.PortCount) {
+                let kind = descriptor.pointee.PortDescriptors[port]
+                if kind & LADSPA_PORT_CONTROL != 0 {
+                    descriptor.pointee.connect_port(handle, UInt(port), controls + min(port, 511))
+                } else {
+                    descriptor.pointee.connect_port(handle, UInt(port), buffers + 256 * min(audio, 3))
+                    audio += 1
+                }
+            }
+            descriptor.pointee.activate?(handle)
+            descriptor.pointee.run(handle, 256)
+            descriptor.pointee.cleanup(handle)
+        }
+        dlclose(library)
+        if cycle == 10 { heapAfter10 = hear_heap_in_use() }
+    }
+    print("cycles n=\(cycles) heap_after_10=\(heapAfter10) heap_after_n=\(hear_heap_in_use())")
+    exit(0)
+}
+
 guard let pluginPath = options["plugin"], let outPath = options["out"] else { fail("--plugin and --out are required") }
 let label = options["label"] ?? "hear_mono"
 let rate = Int(options["rate"] ?? "48000")!
@@ -94,6 +165,13 @@ while let candidate = descriptorFunction(descriptorIndex) {
     descriptorIndex += 1
 }
 guard let descriptor = found else { fail("no label \(label)") }
+// A real-time host may call instantiate from a SCHED_FIFO thread; the plugin's threads must not inherit that.
+let fifoInstantiate = options["fifo-instantiate"] != nil
+if fifoInstantiate {
+    var parameters = sched_param(sched_priority: 10)
+    let result = pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters)
+    if result != 0 { fail("SCHED_FIFO: \(String(cString: strerror(result)))") }
+}
 guard let handle = descriptor.pointee.instantiate(descriptor, UInt(rate)) else { fail("instantiate failed") }
 
 // Ports: controls at their LADSPA defaults (as a host derives them), then --chain and --control.
@@ -132,6 +210,10 @@ for port in 0..<portCount {
     }
 }
 descriptor.pointee.activate?(handle)
+if fifoInstantiate {
+    var parameters = sched_param(sched_priority: 0)
+    _ = pthread_setschedparam(pthread_self(), SCHED_OTHER, &parameters)
+}
 
 // Further instances of the same chain: same controls and input, outputs of their own.
 var extraHandles: [LADSPA_Handle] = []
@@ -265,6 +347,18 @@ pthread_create(&thread, nil, { context in
     Unmanaged<AudioThread>.fromOpaque(context!).takeUnretainedValue().run()
     return nil
 }, context)
+// One more instance, later, on this (the host's main) thread: instantiate and cleanup must not wait
+// for anything the control thread does.
+if let late = options["late-instance"].flatMap(Double.init) {
+    usleep(UInt32(late * 1e6))
+    let started = now()
+    guard let extra = descriptor.pointee.instantiate(descriptor, UInt(rate)) else { fail("late instantiate failed") }
+    let instantiated = now()
+    descriptor.pointee.cleanup(extra)
+    let cleaned = now()
+    let line = "late-instance instantiate_ms=\(Int((instantiated - started) * 1000)) cleanup_ms=\(Int((cleaned - instantiated) * 1000))\n"
+    FileHandle.standardError.write(Data(line.utf8))
+}
 pthread_join(thread, nil)
 
 for extra in extraHandles {

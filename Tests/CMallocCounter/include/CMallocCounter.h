@@ -7,5 +7,7 @@
 void hear_malloc_counter_begin(void);
 /// Allocations (malloc, calloc, realloc, memalign family) on this thread since begin.
 long hear_malloc_counter_end(void);
+/// Bytes of heap in use in the whole process (mallinfo2: arena and mmap'ed chunks).
+unsigned long hear_heap_in_use(void);
 
 #endif
