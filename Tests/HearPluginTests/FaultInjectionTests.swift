@@ -15,6 +15,8 @@ private let isRoot = getuid() == 0
 private let hasValgrind = FileManager.default.isExecutableFile(atPath: "/usr/bin/valgrind")
 private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
 
+// The fake servers' sockets are named after this test process, a pid that exists: hearctl must
+// judge them by what they do, not dismiss them by pid.
 @Suite(.serialized) struct FaultInjectionTests {
     // MARK: 4. directory entries
 
@@ -379,7 +381,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     @Test func item16HearctlGivesUpOnASlowServerWithExitStatus3() throws {
         let sandbox = try Sandbox()
         try Plant.directory(sandbox.runtime, mode: 0o700)
-        let trickler = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: 900_001)) { client, server in
+        let trickler = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: getpid())) { client, server in
             FakeServer.greet(client)
             _ = server.readRequest(client)
             for byte in "value chain=1 key=gain value=0\n".utf8 {
@@ -397,7 +399,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
             #expect(took < (arguments.contains("--timeout") ? 3 : 4))
         }
         trickler.stop()
-        let silent = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: 900_002)) { _, _ in usleep(5_000_000) }
+        let silent = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: getpid())) { _, _ in usleep(5_000_000) }
         let result = try run(Built.hearctl, ["status", "--timeout", "1"], environment: sandbox.environment, timeout: 20)
         #expect(result.status == 3 && result.stderr.contains("did not send its greeting within 1 s"), "exit \(result.status): \(result.stderr)")
         silent.stop()
@@ -407,7 +409,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     @Test func item17AnEndlessReplyLineIsAnError() throws {
         let sandbox = try Sandbox()
         try Plant.directory(sandbox.runtime, mode: 0o700)
-        let server = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: 900_003)) { client, server in
+        let server = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: getpid())) { client, server in
             FakeServer.greet(client)
             _ = server.readRequest(client)
             let chunk = [UInt8](repeating: UInt8(ascii: "A"), count: 65536)
@@ -425,7 +427,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     @Test func item18HearctlTrustsOnlyItsOwnDirectorySocketAndPeer() throws {
         let sandbox = try Sandbox()
         try Plant.directory(sandbox.runtime, mode: 0o777)
-        let fake = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: 900_004)) { client, server in
+        let fake = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: getpid())) { client, server in
             FakeServer.greet(client)
             _ = server.readRequest(client)
             FakeServer.send(client, "ok instances=1\n")
@@ -438,7 +440,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
         fake.stop()
         guard isRoot else { return }
         // A socket another user owns, in our directory.
-        let owned = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: 900_005)) { client, server in
+        let owned = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: getpid())) { client, server in
             FakeServer.greet(client)
             _ = server.readRequest(client)
             FakeServer.send(client, "ok instances=1\n")
@@ -456,7 +458,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     func item18HearctlChecksTheServersUID() throws {
         let sandbox = try Sandbox()
         try Plant.directory(sandbox.runtime, mode: 0o700)
-        let socketPath = sandbox.runtime + "/" + SocketPath.socketName(pid: 900_006)
+        let socketPath = sandbox.runtime + "/" + SocketPath.socketName(pid: getpid())
         let script = """
             import os, socket, sys
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -488,7 +490,12 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
         }
         let result = try run(Built.hearctl, ["set", "gain", "12"], environment: sandbox.environment)
         #expect(result.status == 1 && result.stderr.contains("runs as uid 65534"), "exit \(result.status): \(result.stderr)")
+        // The server gives up on its own 3 s after hearctl connects; if hearctl never did, it is killed.
+        let pid = process.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 5, execute: watchdog)
         process.waitUntilExit()
+        watchdog.cancel()
         said += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(said.hasSuffix("b''\n"), "the server got a request: \(said)")
     }
@@ -502,7 +509,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
         let record = InstanceStatus(id: 1, chain: 1, label: "hear\u{1B}[5mmono", sampleRate: 48000, channels: 1, latency: 0, uptime: 1,
                                     bypassed: false, inputPeak: -20, inputRMS: -23, outputPeak: -20, outputRMS: -23,
                                     compressorReduction: 0, limiterReduction: 0, noiseFloor: nil, speechProbability: nil, running: true).record
-        let server = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: 900_007)) { client, server in
+        let server = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: getpid())) { client, server in
             FakeServer.greet(client)
             while let request = server.readRequest(client) {
                 if request == "status" {
