@@ -11,12 +11,12 @@ import Testing
         let help = try sandbox.hearctl("--help")
         #expect(help.status == 0)
         for text in ["USAGE: hearctl <subcommand>", "status", "list", "get", "set", "bypass", "reset", "preset", "meter",
-                     "Exit status: 0 success, 1 error, 2 usage.", "hearctl set gain 6"] {
+                     "Exit status: 0 success, 1 error, 2 usage, 3 a server did not answer in time.", "hearctl set gain 6"] {
             #expect(help.stdout.contains(text), "--help lacks '\(text)'")
         }
         let set = try sandbox.hearctl("set", "--help")
         #expect(set.status == 0)
-        for text in ["USAGE: hearctl set", "--chain <chain>", "hearctl set gain 6dB", "switches take on/off"] {
+        for text in ["USAGE: hearctl set", "--chain <chain>", "--timeout <seconds>", "--sync", "hearctl set gain 6dB", "switches take on/off"] {
             #expect(set.stdout.contains(text), "set --help lacks '\(text)':\n\(set.stdout)")
         }
         let meter = try sandbox.hearctl("meter", "--help")

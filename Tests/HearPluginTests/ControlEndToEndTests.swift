@@ -158,6 +158,7 @@ import TestSupport
             let lock = NSLock()
         }
         let results = Results()
+        let started = monotonicNow()
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
             do {
                 let client = try RawClient(path: path)
@@ -175,6 +176,8 @@ import TestSupport
                 results.lock.withLock { results.failures.append("\(error)") }
             }
         }
+        let elapsed = monotonicNow() - started
+        print("1,000 sets from 4 concurrent clients (each waiting for its reply) in \(Int(elapsed * 1000)) ms: \(Int(1000 / elapsed)) sets/s")
         #expect(results.failures.isEmpty, "\(results.failures.prefix(3))")
         let winner = try #require(try sandbox.value("gain", chain: 2))
         #expect(results.last.contains(Float(winner)), "get reads \(winner), the clients' last values were \(results.last)")

@@ -317,6 +317,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
         nonisolated(unsafe) let writerClient = client
         let bytes = Array((requests.joined(separator: "\n") + "\n").utf8)
         let writer = Thread { _ = writerClient.send(bytes) }
+        let started = monotonicNow()
         writer.start()
         var answered = 0
         var outOfOrder: [String] = []
@@ -333,10 +334,24 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
             }
             if keys != expected { outOfOrder.append("\(request) -> \(keys.prefix(3))") }
         }
-        print("1,000 pipelined requests (\(requests.filter { $0 == "get" }.count) full gets): \(answered) answered in order")
+        print("1,000 pipelined requests (\(requests.filter { $0 == "get" }.count) full gets): \(answered) answered in order in \(Int((monotonicNow() - started) * 1000)) ms")
         #expect(answered == 1000, "\(answered) of 1000 answered")
         #expect(outOfOrder.isEmpty, "\(outOfOrder.prefix(3))")
-        _ = try host.stop()
+
+        // A flood of 10,000 pipelined sets: every one acknowledged, the last value wins, the audio stays clean.
+        let sets = (0..<10_000).map { "set chain=1 gain \(ParameterValue.format(Float($0 % 240 - 120) / 10))" }
+        let setBytes = Array((sets.joined(separator: "\n") + "\n").utf8)
+        let setWriter = Thread { _ = writerClient.send(setBytes) }
+        let setsStarted = monotonicNow()
+        setWriter.start()
+        var acknowledged = 0
+        while acknowledged < sets.count, let line = client.readLine(), line == "ok instances=1" { acknowledged += 1 }
+        let elapsed = monotonicNow() - setsStarted
+        print("10,000 pipelined sets: \(acknowledged) acknowledged in \(Int(elapsed * 1000)) ms (\(Int(Double(acknowledged) / elapsed)) sets/s)")
+        #expect(acknowledged == sets.count)
+        #expect(try sandbox.value("gain", chain: 1) == Double(Float(9_999 % 240 - 120) / 10))
+        let recording = try host.stop()
+        #expect(recording.summary["nonfinite"] == 0 && recording.summary["allocations"] == 0, "\(recording.summary)")
     }
 
     // MARK: 14-15. threads and loading
