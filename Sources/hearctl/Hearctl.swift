@@ -15,7 +15,9 @@ struct Hearctl: ParsableCommand {
             daemon) through its control socket in $HEAR_RUNTIME_DIR, else $XDG_RUNTIME_DIR/hear, else \
             /tmp/hear-$UID. Changes take effect within one audio block and are saved per chain, so they \
             survive a restart (`set --sync` returns once they are on disk). Every wait for a server has a \
-            deadline (--timeout, default 2 s). Exit status: 0 success, 1 error, 2 usage, 3 a server did not answer in time.
+            deadline (--timeout, default 2 s).
+
+            Exit status: 0 success, 1 error, 2 usage, 3 timeout (a server did not answer in time).
 
             Examples:
               hearctl status

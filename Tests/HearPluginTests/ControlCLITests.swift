@@ -11,7 +11,7 @@ import Testing
         let help = try sandbox.hearctl("--help")
         #expect(help.status == 0)
         for text in ["USAGE: hearctl <subcommand>", "status", "list", "get", "set", "bypass", "reset", "preset", "meter",
-                     "Exit status: 0 success, 1 error, 2 usage, 3 a server did not answer in time.", "hearctl set gain 6"] {
+                     "Exit status: 0 success, 1 error, 2 usage, 3 timeout", "hearctl set gain 6"] {
             #expect(help.stdout.contains(text), "--help lacks '\(text)'")
         }
         let set = try sandbox.hearctl("set", "--help")
