@@ -97,17 +97,15 @@ public struct Chain: ~Copyable {
         values = next
         noiseSuppressor.set(next)
         equalizer.set(next)
-        // The gain cap (mb.maxgain), on a worst-case bound: the EQ's boosts add up at most to the
-        // sum of its positive gains, the compressor adds at most its makeup, the hearing stage at
-        // most its largest band gain plus the crossover's overshoot. What the other stages add
-        // beyond the cap comes off the output gain; the band gains are held to what is left.
+        // The gain cap (mb.maxgain), on a worst-case bound: the EQ adds at most the peak of its
+        // designed response (Equalizer.targetPeakDB), the compressor at most its makeup, the
+        // hearing stage at most its largest band gain plus the crossover's overshoot. What the
+        // other stages add beyond the cap comes off the output gain; the band gains are held to
+        // what is left.
         let cap = Double(next[.mbMaxGain])
         var added = Double(next[.gain])
         if next[.compEnable] != 0 { added += Double(max(next[.compMakeup], 0)) }
-        if next[.eqEnable] != 0 {
-            added += Double(max(next[.eqLowShelfGain], 0) + max(next[.eqPeak1Gain], 0) + max(next[.eqPeak2Gain], 0)
-                            + max(next[.eqPeak3Gain], 0) + max(next[.eqHighShelfGain], 0))
-        }
+        added += equalizer.targetPeakDB()
         let excess = max(added - cap, 0)
         multiband.set(next, gainCeilingDB: cap - multibandOvershootDB - (added - excess))
         compressor.set(next)

@@ -97,8 +97,46 @@ public struct Equalizer: Sendable {
     /// The section band `b` runs right now.
     func section(_ b: Int) -> Biquad {
         let band = bands[b]
-        let hz = LibM.exp2(band.log2Frequency.value), gain = band.gainDB.value, q = LibM.exp2(band.log2Q.value)
-        let amount = band.amount.value
+        return section(b, log2Frequency: band.log2Frequency.value, gainDB: band.gainDB.value, log2Q: band.log2Q.value,
+                       amount: band.amount.value)
+    }
+
+    /// The section band `b` runs once its glides have arrived.
+    func targetSection(_ b: Int) -> Biquad {
+        let band = bands[b]
+        return section(b, log2Frequency: band.log2Frequency.target, gainDB: band.gainDB.target, log2Q: band.log2Q.target,
+                       amount: band.amount.target)
+    }
+
+    /// The highest gain (dB) of the whole cascade once every glide has arrived: on a 1/24-octave
+    /// grid from 20 Hz to 0.49 x the rate and at each band's own frequency (a narrow peak falls
+    /// between grid points). The chain's gain cap (mb.maxgain) is set on it when parameters change,
+    /// never per sample: a bound on the sum of the boosts would take off far more than the boosts
+    /// ever add where bands sit apart (five bands at +12 dB peak near +20, not +60).
+    public func targetPeakDB() -> Double {
+        let top = 0.49 * sampleRate
+        var peak = 0.0  // squared magnitude of the highest point; 1 = 0 dB (a cut never lowers the bound below 0 dB)
+        var sections = InlineArray<6, Biquad>(repeating: .identity)
+        for b in 0..<Self.bandCount { sections[b] = targetSection(b) }
+        func response(_ f: Double) -> Double {
+            var product = 1.0
+            for b in 0..<Self.bandCount { product *= sections[b].squaredMagnitude(atFrequency: f, sampleRate: sampleRate) }
+            return product
+        }
+        var f = 20.0
+        while f < top {
+            peak = max(peak, response(f))
+            f *= 1.0293022366434921  // 2^(1/24)
+        }
+        for b in 0..<Self.bandCount {
+            peak = max(peak, response(min(LibM.exp2(bands[b].log2Frequency.target), top)))
+        }
+        return 10 * LibM.log10(max(peak, 1))
+    }
+
+    /// The section of band `b` at this shape.
+    func section(_ b: Int, log2Frequency: Double, gainDB gain: Double, log2Q: Double, amount: Double) -> Biquad {
+        let hz = LibM.exp2(log2Frequency), q = LibM.exp2(log2Q)
         if amount == 0 || (b != Self.highPass && gain == 0) { return .identity }
         let filter: Biquad
         switch b {

@@ -65,11 +65,16 @@ public struct Biquad: Equatable, Sendable {
 
     /// |H(e^jw)| at `frequency`: the response this section is designed to have.
     public func magnitude(atFrequency frequency: Double, sampleRate: Double) -> Double {
+        LibM.sqrt(squaredMagnitude(atFrequency: frequency, sampleRate: sampleRate))
+    }
+
+    /// |H(e^jw)|² at `frequency`.
+    public func squaredMagnitude(atFrequency frequency: Double, sampleRate: Double) -> Double {
         let w = 2 * Double.pi * frequency / sampleRate
         let c1 = LibM.cos(w), s1 = LibM.sin(w), c2 = LibM.cos(2 * w), s2 = LibM.sin(2 * w)
         let nr = b0 + b1 * c1 + b2 * c2, ni = -(b1 * s1 + b2 * s2)
         let dr = 1 + a1 * c1 + a2 * c2, di = -(a1 * s1 + a2 * s2)
-        return ((nr * nr + ni * ni) / (dr * dr + di * di)).squareRoot()
+        return (nr * nr + ni * ni) / (dr * dr + di * di)
     }
 }
 
