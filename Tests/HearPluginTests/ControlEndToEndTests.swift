@@ -210,7 +210,7 @@ import TestSupport
         chmod(path, 0o666)
         // A bare client as uid 65534 reaches the socket; the server answers `denied` and hangs up.
         let tools = sandbox.base + "/hear-testhost"
-        try FileManager.default.copyItem(atPath: Built.testHost, toPath: tools)
+        try copyExecutable(Built.testHost, to: tools)
         chmod(tools, 0o755)
         let raw = try run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", tools, "--connect", path,
                                                "--send", "set gain 12"], environment: sandbox.environment)
@@ -218,7 +218,7 @@ import TestSupport
         #expect(raw.stdout == "error denied peer uid 65534 is not the server's uid 0\n", "\(raw.stdout)")
         // hearctl as that user does not even trust a socket directory that is not its own.
         let binary = sandbox.base + "/hearctl"
-        try FileManager.default.copyItem(atPath: Built.hearctl, toPath: binary)
+        try copyExecutable(Built.hearctl, to: binary)
         chmod(binary, 0o755)
         var environment = sandbox.environment
         environment["HOME"] = "/nonexistent"

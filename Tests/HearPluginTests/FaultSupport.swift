@@ -121,6 +121,22 @@ enum ThreadProbe {
     }
 }
 
+/// Copies a program through a close-on-exec descriptor: a copy written through an inheritable one
+/// while another test thread forks leaves that child holding it open for writing, and executing the
+/// copy then fails with ETXTBSY ("Text file busy") for as long as the child lives.
+func copyExecutable(_ source: String, to destination: String) throws {
+    let bytes = try Data(contentsOf: URL(fileURLWithPath: source))
+    let fd = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+    guard fd >= 0 else { throw HostError.load("create \(destination): \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var written = 0
+    while written < bytes.count {
+        let count = bytes.withUnsafeBytes { raw in write(fd, raw.baseAddress! + written, raw.count - written) }
+        guard count > 0 else { throw HostError.load("write \(destination): \(String(cString: strerror(errno)))") }
+        written += count
+    }
+}
+
 enum Plant {
     /// A socket file nobody listens on, as a process killed with -9 leaves behind.
     static func staleSocket(at path: String) throws {
