@@ -125,7 +125,8 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
         if let savedValue, let index = acknowledged.lastIndex(where: { abs($0.value - savedValue) < 0.01 }) {
             let window = killed - acknowledged[index].time
             print("kill -9 after \(acknowledged.count) sets in 3 s (\(Int(Double(acknowledged.count) / 3)) sets/s): the file held the set acknowledged \(Int(window * 1000)) ms before the kill; \(acknowledged.count - 1 - index) acknowledged sets lost")
-            #expect(window <= 1.3, "the newest saved set was acknowledged \(window) s before the kill")
+            // 1 s by design, plus the write and fsync, which a loaded disk can stretch.
+            #expect(window <= 1.5, "the newest saved set was acknowledged \(window) s before the kill")
         }
 
         // --sync: on disk when hearctl returns, so an immediate kill -9 keeps it.
