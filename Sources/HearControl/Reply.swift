@@ -145,11 +145,13 @@ public struct InstanceStatus: Equatable, Sendable {
     public var speechProbability: Float?
     /// False while the host does not run the instance (a suspended node); its meters are then silent.
     public var running: Bool
+    /// Chunks the chain silenced because it produced a non-finite sample itself (its state was reset).
+    public var faults: Int
 
     public init(id: Int, chain: Int, label: String, sampleRate: Int, channels: Int, latency: Int, uptime: Double,
                 bypassed: Bool, inputPeak: Float, inputRMS: Float, outputPeak: Float, outputRMS: Float,
                 compressorReduction: Float, limiterReduction: Float, noiseFloor: Float?, speechProbability: Float?,
-                running: Bool = true) {
+                running: Bool = true, faults: Int = 0) {
         self.id = id
         self.chain = chain
         self.label = label
@@ -167,6 +169,7 @@ public struct InstanceStatus: Equatable, Sendable {
         self.noiseFloor = noiseFloor
         self.speechProbability = speechProbability
         self.running = running
+        self.faults = faults
     }
 
     public var chainName: String { ChainName.name(chain) }
@@ -182,6 +185,7 @@ public struct InstanceStatus: Equatable, Sendable {
             ("in.peak", level(inputPeak)), ("in.rms", level(inputRMS)), ("out.peak", level(outputPeak)), ("out.rms", level(outputRMS)),
             ("comp.gr", level(compressorReduction)), ("limit.gr", level(limiterReduction)),
             ("ns.floor", optional(noiseFloor)), ("ns.speech", optional(speechProbability)),
+            ("faults", String(faults)),
         ])
     }
 
@@ -201,6 +205,7 @@ public struct InstanceStatus: Equatable, Sendable {
         self.init(id: id, chain: chain, label: label, sampleRate: rate, channels: channels, latency: latency, uptime: uptime,
                   bypassed: bypass == "on", inputPeak: inputPeak, inputRMS: inputRMS, outputPeak: outputPeak, outputRMS: outputRMS,
                   compressorReduction: compressor, limiterReduction: limiter, noiseFloor: level("ns.floor"),
-                  speechProbability: level("ns.speech"), running: state == "running")
+                  speechProbability: level("ns.speech"), running: state == "running",
+                  faults: record["faults"].flatMap { Int($0) } ?? 0)
     }
 }

@@ -53,6 +53,8 @@ public struct Chain: ~Copyable {
     let dry: UnsafeMutablePointer<Float>
     var phase = 0
     public var meters = Meters()
+    /// Chunks silenced because the chain itself produced a non-finite sample (since init).
+    public private(set) var internalFaults: UInt64 = 0
 
     /// Samples between a sample entering and leaving the chain; fixed at init, whatever the settings.
     public let latency: Int
@@ -145,7 +147,12 @@ public struct Chain: ~Copyable {
                 fault = readInput(inRight + done, into: right, dry: dry + tickLength, count: count) || fault
             }
             processChunk(left, stereo ? right : nil, count: count)
-            if fault {
+            // A non-finite sample made inside the chain (a stage's state gone bad, not the input)
+            // would pass the final clamps (min and max keep NaN): count it and treat it like
+            // garbage in. Every stage restarts, the offending one among them.
+            let produced = Self.holdsNonFinite(left, count: count) || (stereo && Self.holdsNonFinite(right, count: count))
+            if produced && !fault { internalFaults &+= 1 }
+            if fault || produced {
                 // Garbage in (NaN, Inf, absurd levels): drop this chunk and start clean from the next,
                 // keeping the tick grid where it was.
                 let grid = phase
@@ -159,6 +166,13 @@ public struct Chain: ~Copyable {
             if phase >= tickLength { phase = 0 }
             done += count
         }
+    }
+
+    /// True if any of `count` samples is NaN or infinite (branch-free, so the loop vectorizes).
+    @inline(__always) static func holdsNonFinite(_ samples: UnsafeMutablePointer<Float>, count: Int) -> Bool {
+        var finite = true
+        for i in 0..<count { finite = finite && abs(samples[i]) <= .greatestFiniteMagnitude }
+        return !finite
     }
 
     /// Copies and sanitizes one channel's input; true if it held a sample no audio can have.

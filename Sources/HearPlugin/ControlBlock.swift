@@ -36,6 +36,8 @@ struct ControlBlock: ~Copyable {
     let limiterReduction = Atomic<UInt32>(0)
     /// NaN bits until the noise suppressor (issue #3) writes them.
     let noiseFloor = Atomic<UInt32>(Float.nan.bitPattern)
+    /// Chunks the chain silenced after producing a non-finite sample itself (Chain.internalFaults).
+    let faults = Atomic<UInt64>(0)
     let speechProbability = Atomic<UInt32>(Float.nan.bitPattern)
 
     init(values: ParameterValues) {

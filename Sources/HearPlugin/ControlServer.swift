@@ -498,7 +498,8 @@ final class ControlServer: @unchecked Sendable {
             bypassed: entry.control.pointee.current(Parameter.bypass.rawValue) >= 0.5,
             inputPeak: meters.inputPeak, inputRMS: meters.inputRMS, outputPeak: meters.outputPeak, outputRMS: meters.outputRMS,
             compressorReduction: meters.compressorReduction, limiterReduction: meters.limiterReduction,
-            noiseFloor: meters.noiseFloor, speechProbability: meters.speechProbability, running: running)
+            noiseFloor: meters.noiseFloor, speechProbability: meters.speechProbability, running: running,
+            faults: Int(truncatingIfNeeded: entry.control.pointee.faults.load(ordering: .relaxed)))
     }
 
     // MARK: housekeeping

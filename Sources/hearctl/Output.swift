@@ -33,7 +33,7 @@ enum Output {
             "pid": Int(pid), "id": status.id, "chain": status.chain, "name": status.chainName, "label": status.label,
             "rate": status.sampleRate, "channels": status.channels, "latency": status.latency,
             "latencyMilliseconds": Double(status.latency) * 1000 / Double(max(status.sampleRate, 1)),
-            "uptime": status.uptime, "running": status.running, "bypass": status.bypassed,
+            "uptime": status.uptime, "running": status.running, "bypass": status.bypassed, "faults": status.faults,
             "meters": [
                 "input": ["peak": level(status.inputPeak), "rms": level(status.inputRMS)],
                 "output": ["peak": level(status.outputPeak), "rms": level(status.outputRMS)],
@@ -83,7 +83,12 @@ enum Output {
                 status.speechProbability.map { String(format: "%.0f%%", $0 * 100) } ?? "n/a",
             ])
         }
-        return table(rows)
+        var text = table(rows)
+        for (pid, status) in statuses where status.faults > 0 {
+            text += "\nchain \(status.chain) (\(status.chainName)) \(pid):\(status.id): \(status.faults) chunk(s) silenced after"
+                + " a non-finite sample inside the filter; it restarted clean each time"
+        }
+        return text
     }
 
     static func parameterTable(_ chains: [(chain: Int, values: [(Parameter, Float)])]) -> String {

@@ -157,8 +157,9 @@ import TestSupport
         let status = InstanceStatus(id: 3, chain: 2, label: "hear_stereo", sampleRate: 48000, channels: 2, latency: 48, uptime: 12.5,
                                     bypassed: true, inputPeak: -12.5, inputRMS: -20, outputPeak: -1, outputRMS: -.infinity,
                                     compressorReduction: 3.5, limiterReduction: 0, noiseFloor: nil, speechProbability: 0.5,
-                                    running: false)
+                                    running: false, faults: 2)
         let line = ReplyLine.record(status.record).line
+        #expect(line.hasSuffix(" faults=2"))
         #expect(line.hasPrefix("instance id=3 chain=2 name=speaker label=hear_stereo rate=48000 channels=2 latency=48 uptime=12.5 state=idle bypass=on"))
         guard case .record(let record) = ReplyLine.parse(line) else { Issue.record("not a record: \(line)"); return }
         #expect(InstanceStatus(record) == status)
