@@ -60,8 +60,9 @@ import Testing
         #expect(instances.count == 1)
         let instance = try #require(instances.first)
         #expect(Set(instance.keys) == ["pid", "id", "chain", "name", "label", "rate", "channels", "latency", "latencyMilliseconds",
-                                      "uptime", "running", "bypass", "meters"])
+                                      "uptime", "running", "bypass", "meters", "faults"])
         #expect(instance["running"] as? Bool == true)
+        #expect(instance["faults"] as? Int == 0)
         #expect(instance["chain"] as? Int == 1 && instance["name"] as? String == "mic" && instance["label"] as? String == "hear_mono")
         #expect(instance["rate"] as? Int == 48000 && instance["channels"] as? Int == 1 && instance["pid"] as? Int == Int(host.pid))
         let meters = try #require(instance["meters"] as? [String: Any])
