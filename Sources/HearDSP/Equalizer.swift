@@ -119,8 +119,9 @@ public struct Equalizer: Sendable {
         var sections = InlineArray<6, Biquad>(repeating: .identity)
         for b in 0..<Self.bandCount { sections[b] = targetSection(b) }
         func response(_ f: Double) -> Double {
+            let cosine = LibM.cos(2 * Double.pi * f / sampleRate)
             var product = 1.0
-            for b in 0..<Self.bandCount { product *= sections[b].squaredMagnitude(atFrequency: f, sampleRate: sampleRate) }
+            for b in 0..<Self.bandCount { product *= sections[b].squaredMagnitude(cosine: cosine) }
             return product
         }
         var f = 20.0

@@ -65,11 +65,13 @@ func classicalValues() -> ParameterValues {
 func meanSquare(_ x: ArraySlice<Float>) -> Double { x.reduce(0) { $0 + Double($1) * Double($1) } / Double(max(x.count, 1)) }
 func decibels(_ ratio: Double) -> Double { 10 * LibM.log10(max(ratio, 1e-30)) }
 
-/// Runs a mixture through the suppressor and its mask through followers on speech and noise alone.
-/// Returns the three outputs, time-aligned with the input (latency removed, tail zero).
-func separate(speech: [Float], noise: [Float], rate: Double, values: ParameterValues = classicalValues())
-    -> (mixture: [Float], speech: [Float], noise: [Float], latency: Int) {
+/// Runs a mixture through the suppressor and its mask through followers on speech and noise alone;
+/// `mask` (per bin) replaces the leader's own. Returns the three outputs, time-aligned with the
+/// input (latency removed, tail zero).
+func separate(speech: [Float], noise: [Float], rate: Double, values: ParameterValues = classicalValues(),
+              mask: UnsafeMutablePointer<Float>? = nil) -> (mixture: [Float], speech: [Float], noise: [Float], latency: Int) {
     var leader = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
+    leader.maskOverride = mask
     var speechFollower = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
     var noiseFollower = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
     speechFollower.maskOverride = leader.appliedGain

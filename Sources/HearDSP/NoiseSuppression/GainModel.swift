@@ -27,7 +27,8 @@ public struct GainModel: ~Copyable {
     let arena: UnsafeMutablePointer<Float>
     let arenaCount: Int
     // Offsets into the arena. `*Columns` are the padded row lengths.
-    let inputColumns: Int, denseColumns: Int, hiddenColumns: Int
+    /// The input's row length, padded to 8 (dense and hidden are multiples of 8 already).
+    let inputColumns: Int
     let denseWeights: Int, denseBias: Int
     let gru1Input: Int, gru1Recurrent: Int, gru1InputBias: Int, gru1RecurrentBias: Int
     let gru2Input: Int, gru2Recurrent: Int, gru2InputBias: Int, gru2RecurrentBias: Int
@@ -72,8 +73,6 @@ public struct GainModel: ~Copyable {
         self.stride = valid ? stride : 1
         func padded(_ n: Int) -> Int { (n + 7) / 8 * 8 }
         inputColumns = padded(self.inputs)
-        denseColumns = self.dense
-        hiddenColumns = self.hidden
         let h = self.hidden, d = self.dense, o = self.outputs
         var next = 0
         func take(_ n: Int) -> Int { defer { next += padded(n) }; return next }
@@ -139,9 +138,9 @@ public struct GainModel: ~Copyable {
         let a = arena
         Self.multiply(a + denseWeights, rows: dense, columns: inputColumns, a + input, plus: a + denseBias, into: a + denseOut)
         for i in 0..<dense { a[denseOut + i] = Self.tanh(a[denseOut + i]) }
-        gru(input: a + denseOut, inputColumns: denseColumns, weights: gru1Input, recurrent: gru1Recurrent,
+        gru(input: a + denseOut, inputColumns: dense, weights: gru1Input, recurrent: gru1Recurrent,
             inputBias: gru1InputBias, recurrentBias: gru1RecurrentBias, state: state1)
-        gru(input: a + state1, inputColumns: hiddenColumns, weights: gru2Input, recurrent: gru2Recurrent,
+        gru(input: a + state1, inputColumns: hidden, weights: gru2Input, recurrent: gru2Recurrent,
             inputBias: gru2InputBias, recurrentBias: gru2RecurrentBias, state: state2)
         // [h1; h2] are adjacent in the arena (hidden is a multiple of 8, so no padding between them).
         Self.multiply(a + outputWeights, rows: outputs, columns: 2 * hidden, a + state1, plus: a + outputBias, into: a + output)
@@ -152,7 +151,7 @@ public struct GainModel: ~Copyable {
                                inputBias: Int, recurrentBias: Int, state: Int) {
         let a = arena, h = hidden
         Self.multiply(a + weights, rows: 3 * h, columns: inputColumns, x, plus: a + inputBias, into: a + gatesInput)
-        Self.multiply(a + recurrent, rows: 3 * h, columns: hiddenColumns, a + state, plus: a + recurrentBias, into: a + gatesRecurrent)
+        Self.multiply(a + recurrent, rows: 3 * h, columns: h, a + state, plus: a + recurrentBias, into: a + gatesRecurrent)
         let gi = a + gatesInput, gh = a + gatesRecurrent, s = a + state
         for i in 0..<h {
             let r = Self.sigmoid(gi[i] + gh[i])

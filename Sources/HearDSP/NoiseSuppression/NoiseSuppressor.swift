@@ -149,8 +149,7 @@ public struct NoiseSuppressor: ~Copyable {
     var learnedMix: Float = 0
     var learned = false
     /// Whether the learned mode can run (the compiled-in model loaded and fits this suppressor).
-    public var modelAvailable: Bool { model.isAvailable && model.stride == Self.modelStride && model.inputs == Self.featureCount
-        && model.outputs > SpeechBandLayout.count }
+    public let modelAvailable: Bool
     /// Training (hear-features): compute the features at every model step, in either mode.
     public var recordsFeatures = false
     /// Model steps taken (or, with `recordsFeatures`, feature sets computed) since init.
@@ -201,7 +200,10 @@ public struct NoiseSuppressor: ~Copyable {
         // The noncopyable members first: the optimizer must never see them uninitialized while
         // the initializer reads self (it then freed garbage here).
         bands = SpeechBands(sampleRate: sampleRate, frameLength: n)
-        model = GainModel()
+        let gainModel = GainModel()
+        modelAvailable = gainModel.isAvailable && gainModel.stride == Self.modelStride
+            && gainModel.inputs == Self.featureCount && gainModel.outputs > SpeechBandLayout.count
+        model = gainModel
 
         analysisWindow = .allocate(capacity: n)
         synthesisWindow = .allocate(capacity: 2 * m)

@@ -70,11 +70,16 @@ public struct Biquad: Equatable, Sendable {
 
     /// |H(e^jw)|² at `frequency`.
     public func squaredMagnitude(atFrequency frequency: Double, sampleRate: Double) -> Double {
-        let w = 2 * Double.pi * frequency / sampleRate
-        let c1 = LibM.cos(w), s1 = LibM.sin(w), c2 = LibM.cos(2 * w), s2 = LibM.sin(2 * w)
-        let nr = b0 + b1 * c1 + b2 * c2, ni = -(b1 * s1 + b2 * s2)
-        let dr = 1 + a1 * c1 + a2 * c2, di = -(a1 * s1 + a2 * s2)
-        return (nr * nr + ni * ni) / (dr * dr + di * di)
+        squaredMagnitude(cosine: LibM.cos(2 * Double.pi * frequency / sampleRate))
+    }
+
+    /// |H(e^jw)|² from cos(w) alone: |b0 + b1 z^-1 + b2 z^-2|² = b0² + b1² + b2² + 2(b0 b1 + b1 b2) cos w
+    /// + 2 b0 b2 cos 2w, and cos 2w = 2 cos² w - 1; the same for the denominator.
+    public func squaredMagnitude(cosine c: Double) -> Double {
+        let c2 = 2 * c * c - 1
+        let numerator = b0 * b0 + b1 * b1 + b2 * b2 + 2 * (b0 * b1 + b1 * b2) * c + 2 * b0 * b2 * c2
+        let denominator = 1 + a1 * a1 + a2 * a2 + 2 * (a1 + a1 * a2) * c + 2 * a2 * c2
+        return numerator / denominator
     }
 }
 
