@@ -19,7 +19,12 @@ DEB_BUILD := $(DEB_TOOLCHAIN) ladspa-sdk libpipewire-0.3-dev libspa-0.2-dev
 # The tests: ladspa-sdk (analyseplugin, applyplugin), and the real daemons they start (a private
 # PipeWire session with wireplumber and a session bus, a private PulseAudio) and what they play,
 # record and speak with.
-DEB_TEST := ladspa-sdk pipewire pipewire-bin wireplumber dbus-daemon pulseaudio pulseaudio-utils sox espeak-ng valgrind python3
+# The package test builds and checks the .deb (dpkg-dev, binutils, lintian); the other-hosts test
+# runs docs/OTHER-HOSTS.md's command lines (ffmpeg, sox, ecasound).
+DEB_TEST := ladspa-sdk pipewire pipewire-bin wireplumber dbus-daemon pulseaudio pulseaudio-utils sox espeak-ng valgrind python3 \
+  dpkg-dev binutils lintian ffmpeg ecasound
+# `make deb`: dpkg-shlibdeps (dpkg-dev) for Depends, strip (binutils).
+DEB_PACKAGE := dpkg-dev binutils
 # `make demo`: a private PipeWire session, espeak-ng and sox for the sample, python3 for the figures.
 DEB_DEMO := pipewire pipewire-bin wireplumber dbus-daemon sox espeak-ng python3
 # `make bench`: Debian's reference plugins, and gcc for the benchmark host.
@@ -39,7 +44,17 @@ SYSCONFDIR ?= /etc
 
 # One apt at a time: the package checks of a goal's prerequisites run in order.
 .NOTPARALLEL:
-.PHONY: all build test bench deps deps-build deps-test deps-demo deps-bench help clean install uninstall demo fresh-check
+.PHONY: all build test bench deps deps-build deps-test deps-demo deps-bench help clean install uninstall demo fresh-check man deb
+
+# The package's version: the first entry of the Debian changelog (hearctl --version says the same).
+DEB_CHANGELOG := Tests/Integration/debian/changelog
+VERSION := $(shell sed -n '1s/^hear [(]\([^ ]*\)[)].*/\1/p' $(DEB_CHANGELOG))
+# hearctl.1, from swift-argument-parser's generate-manual plugin (the same source as --help),
+# dated by the changelog's first entry so that a rebuild gives the same page.
+MANPAGE := .build/plugins/GenerateManual/outputs/hearctl/hearctl.1
+MAN_DATE := $(shell date -u -d "$$(sed -n 's/^ -- .*>  //p' $(DEB_CHANGELOG) | head -n 1)" +%Y-%m-%d)
+# Where `make deb` writes hear_<version>_<arch>.deb.
+DEB_OUT ?= $(CURDIR)
 
 all: build
 
@@ -55,6 +70,7 @@ help:
 	@echo "make install plugin to ~/.local/lib/ladspa, hearctl to ~/.local/bin, drop-ins to ~/.config/pipewire/pipewire.conf.d"
 	@echo "             (PREFIX=/usr/local: system-wide, drop-ins to /etc/pipewire/pipewire.conf.d); restarts PipeWire"
 	@echo "make uninstall  remove exactly what install wrote (its manifest)"
+	@echo "make deb    hear_$(VERSION)_<arch>.deb: plugin, hearctl, man page, completions, drop-ins as examples (DEB_OUT=dir)"
 	@echo "make fresh-check  make demo, then make test, as the first commands in a new Debian 12 root (debootstrap; slow)"
 
 build: deps-build
@@ -63,7 +79,7 @@ build: deps-build
 	  echo "error: $(PLUGIN) links the Swift runtime dynamically; PipeWire could not load it without a toolchain"; exit 1; fi
 
 deps:
-	$(call apt-need,$(DEB_BUILD) $(DEB_TEST) $(DEB_DEMO) $(DEB_BENCH) $(DEB_RUNTIME))
+	$(call apt-need,$(DEB_BUILD) $(DEB_TEST) $(DEB_DEMO) $(DEB_BENCH) $(DEB_RUNTIME) $(DEB_PACKAGE))
 
 deps-build:
 	@command -v $(SWIFT) >/dev/null || { echo "error: no Swift: put swift on PATH, unpack a toolchain at /opt/swift, or make SWIFT=/path/to/swift" >&2; exit 1; }
@@ -79,7 +95,7 @@ deps-demo:
 deps-bench:
 	$(call apt-need,$(DEB_BUILD) $(DEB_BENCH))
 
-test: deps-test build
+test: deps-test build man
 	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) $(SWIFT) test -c release
 
 bench: deps-bench build
@@ -87,6 +103,16 @@ bench: deps-bench build
 
 clean:
 	rm -rf .build
+
+# The man page: generate-manual runs `hearctl --experimental-dump-help` on the release build.
+man: $(if $(NO_BUILD),,build)
+	$(SWIFT) package plugin generate-manual --configuration release --section 1 --date $(MAN_DATE)
+
+# NO_BUILD=1 packages what is already built (the package test uses it while `swift test` holds .build).
+deb: $(if $(NO_BUILD),,build man)
+	$(call apt-need,$(DEB_PACKAGE))
+	@PLUGIN=$(CURDIR)/$(PLUGIN) HEARCTL=$(CURDIR)/$(BUILD)/hearctl MANPAGE=$(CURDIR)/$(MANPAGE) OUT=$(DEB_OUT) \
+	  Tests/Integration/deb.sh
 
 # NO_BUILD=1 installs what is already built (the install test uses it while `swift test` holds .build).
 install: $(if $(NO_BUILD),,build)

@@ -27,8 +27,9 @@ struct Hearctl: ParsableCommand {
               hearctl meter
               hearctl fit --left 250:20,500:25,1000:35,2000:50,4000:60 --right 250:15,500:20,1000:30,2000:45,4000:55
             """,
-        version: "hearctl 0.1 (protocol \(Protocol.tag))",
-        subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Reset.self, PresetCommand.self, Meter.self, Fit.self]
+        version: "hearctl 0.1.0 (protocol \(Protocol.tag))",
+        subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Reset.self, PresetCommand.self, Meter.self, Fit.self,
+                      Enable.self, Disable.self]
     )
 }
 

@@ -47,6 +47,44 @@ uninstall() {
     done
 }
 
+# After an uninstall: PipeWire drops the chains (restart), and what stays is listed.
+after_uninstall() {
+    if [ -n "$PREFIX" ]; then
+        echo "Each user's PipeWire drops the chains at their next login, or now with: systemctl --user restart pipewire"
+    else
+        restart_pipewire "to drop the chains"
+    fi
+    # Saved settings and presets are the user's: listed, never removed.
+    local state=${XDG_STATE_HOME:-$HOME/.local/state}/hear presets=${XDG_CONFIG_HOME:-$HOME/.config}/hear/presets
+    [ -n "$PREFIX" ] && { state='~/.local/state/hear'; presets='~/.config/hear/presets'; }
+    kept "saved settings" "$state"
+    kept "your presets" "$presets"
+}
+
+# kept WHAT DIR: says that DIR stays, with the command that removes it (per user: only if it has files).
+kept() {
+    if [ -n "$PREFIX" ]; then
+        echo "kept: each user's $1 in $2/; they remove them with: rm -r $2"
+    elif [ -d "$2" ] && [ -n "$(ls -A -- "$2")" ]; then
+        echo "kept $1 in $2/ ($(ls -A -- "$2" | tr '\n' ' ' | sed 's/ $//; s/ /, /g')); remove them with: rm -r $(printf '%q' "$2")"
+    fi
+    return 0
+}
+
+# restart_pipewire WHY: restarts those of pipewire, pipewire-pulse and wireplumber that systemd runs
+# for this user, or says what to do.
+restart_pipewire() {
+    if systemctl --user is-active --quiet pipewire.service 2>/dev/null; then
+        local units=()
+        for unit in pipewire.service pipewire-pulse.service wireplumber.service; do
+            systemctl --user is-active --quiet "$unit" 2>/dev/null && units+=("$unit")
+        done
+        systemctl --user restart "${units[@]}"
+        echo "restarted PipeWire $1: systemctl --user restart ${units[*]}"
+    else
+        echo "PipeWire does not run under systemd here: restart it (or log out and in) $1."
+    fi
+}
 install_() {
     : "${PLUGIN:?PLUGIN must name the built libhear.so}"
     [ -f "$PLUGIN" ] || { echo "error: $PLUGIN is not built; run make first" >&2; exit 1; }
@@ -80,6 +118,10 @@ install_() {
         put "$repo/conf.d/pipewire/$conf" "$confdir/$conf" 0644 substitute
     done
     put "$repo/conf.d/pulseaudio/hear.pa" "$datadir/hear.pa" 0644 substitute
+    # The templates `hearctl enable` fills in (it looks in <prefix>/share/hear/pipewire/).
+    for conf in hear-microphone.conf hear-speaker.conf; do
+        put "$repo/conf.d/pipewire/$conf" "$datadir/pipewire/$conf" 0644
+    done
     {
         for path in "${written[@]}"; do echo "file $path"; done
         echo "file $manifest"
@@ -90,17 +132,15 @@ install_() {
     # Let PipeWire load the drop-ins.
     if [ -n "$PREFIX" ]; then
         echo "Each user picks the chains up at their next login, or now with: systemctl --user restart pipewire"
-    elif systemctl --user is-active --quiet pipewire.service 2>/dev/null; then
-        systemctl --user restart pipewire.service
-        echo "restarted PipeWire (systemctl --user restart pipewire): pick \"Hear: enhanced microphone\" in your call app"
     else
-        echo "PipeWire does not run under systemd here: restart it (or log out and in) to load the drop-ins."
+        restart_pipewire "to load the drop-ins"
+        echo "Pick \"Hear: enhanced microphone\" in your call app."
         echo "PulseAudio instead? Add '.include $datadir/hear.pa' to ~/.config/pulse/default.pa (after '.include /etc/pulse/default.pa'), then 'pulseaudio -k'."
     fi
 }
 
 case $action in
     install) install_ ;;
-    uninstall) uninstall ;;
+    uninstall) if [ -f "$manifest" ]; then uninstall; after_uninstall; else uninstall; fi ;;
     *) echo "usage: $0 install|uninstall" >&2; exit 2 ;;
 esac

@@ -18,6 +18,10 @@ import Testing
         defer { processes.stopAll() }
         let home = try processes.directory("home")
         try "keep me\n".write(to: home.appendingPathComponent(".profile"), atomically: true, encoding: .utf8)
+        // A chain's saved settings: the user's, which uninstall keeps and lists with the command that removes them.
+        let state = home.appendingPathComponent(".local/state/hear")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        try "gain = 6\n".write(to: state.appendingPathComponent("mic.conf"), atomically: true, encoding: .utf8)
         let before = Self.tree(home)
         // A HOME and runtime dir of its own and no session bus: nothing reaches the user's real PipeWire.
         processes.environment["HOME"] = home.path
@@ -36,7 +40,9 @@ import Testing
         #expect(files == printed, "manifest vs output:\n\(install.output)")
         let expected = [".local/lib/ladspa/libhear.so", ".config/pipewire/pipewire.conf.d/hear-microphone.conf",
                         ".config/pipewire/pipewire.conf.d/hear-speaker.conf", ".local/share/hear/hear.pa",
-                        ".local/share/hear/install-manifest"]
+                        ".local/share/hear/install-manifest",
+                        // the templates `hearctl enable` fills in
+                        ".local/share/hear/pipewire/hear-microphone.conf", ".local/share/hear/pipewire/hear-speaker.conf"]
         for path in expected { #expect(files.contains(home.appendingPathComponent(path).path), "\(path) not in \(files)") }
         // hearctl comes along whenever it is built.
         let hearctlBuilt = FileManager.default.isExecutableFile(atPath: Repository.url(".build/release/hearctl").path)
@@ -65,6 +71,10 @@ import Testing
 
         let uninstall = try processes.run("make", ["-C", Repository.root.path, "--no-print-directory", "uninstall"])
         #expect(Self.tree(home) == before, "left behind: \(Self.tree(home).subtracting(before))\n\(uninstall.output)")
+        // It says how PipeWire drops the chains, and what stays with the command that removes it.
+        #expect(uninstall.output.contains("restart"), uninstall.output)
+        #expect(uninstall.output.contains("kept saved settings in \(state.path)/ (mic.conf); remove them with: rm -r \(state.path)"),
+                uninstall.output)
         #expect(try String(contentsOf: home.appendingPathComponent(".profile"), encoding: .utf8) == "keep me\n")
         // A second uninstall has nothing to do and says so.
         #expect(try processes.run("make", ["-C", Repository.root.path, "--no-print-directory", "uninstall"]).output
