@@ -72,9 +72,9 @@ import Testing
         let uninstall = try processes.run("make", ["-C", Repository.root.path, "--no-print-directory", "uninstall"])
         #expect(Self.tree(home) == before, "left behind: \(Self.tree(home).subtracting(before))\n\(uninstall.output)")
         // It says how PipeWire drops the chains, and what stays with the command that removes it.
-        #expect(uninstall.output.contains("restart"), uninstall.output)
+        #expect(uninstall.output.contains("restart"), "\(uninstall.output)")
         #expect(uninstall.output.contains("kept saved settings in \(state.path)/ (mic.conf); remove them with: rm -r \(state.path)"),
-                uninstall.output)
+                "\(uninstall.output)")
         #expect(try String(contentsOf: home.appendingPathComponent(".profile"), encoding: .utf8) == "keep me\n")
         // A second uninstall has nothing to do and says so.
         #expect(try processes.run("make", ["-C", Repository.root.path, "--no-print-directory", "uninstall"]).output
