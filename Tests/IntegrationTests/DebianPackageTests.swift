@@ -81,7 +81,7 @@ import Testing
         let root = try processes.directory("root", mode: 0o755)
         for folder in ["var/lib/dpkg/info", "var/lib/dpkg/updates", "var/log"] { _ = try processes.directory("root/" + folder, mode: 0o755) }
         for file in ["var/lib/dpkg/status", "var/lib/dpkg/available"] {
-            FileManager.default.createFile(atPath: root.appendingPathComponent(file).path, contents: Data())
+            _ = FileManager.default.createFile(atPath: root.appendingPathComponent(file).path, contents: Data())
         }
         let dpkg = ["--root=\(root.path)", "--log=\(root.appendingPathComponent("var/log/dpkg.log").path)", "--force-depends"]
         try processes.run("dpkg", dpkg + ["--install", deb.path], timeout: 120)
