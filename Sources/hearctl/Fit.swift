@@ -172,13 +172,12 @@ extension Hearctl {
                         + short.map { FitPlot.hertz($0.0) }.joined(separator: ", ")
                         + " Hz (the cap counts the gain the EQ, compressor makeup and output gain add too)")
                 }
-                let over = zip(Audiogram.frequencies, zip(ear.targets, ear.delivered)).filter { _, pair in
-                    pair.1.map { $0 > pair.0 + 2 } ?? false
+                let over = Audiogram.frequencies.indices.filter { index in
+                    ear.delivered[index].map { $0 > ear.targets[index] + 2 } ?? false
                 }
                 if !over.isEmpty {
-                    warnings.append("the \(ear.name) ear gets more than 2 dB more than its target at "
-                        + over.map { FitPlot.hertz($0.0) }.joined(separator: ", ")
-                        + " Hz: the bands overlap, so a change this steep between octaves cannot be followed exactly")
+                    warnings.append(Self.overshootWarning(ear, at: over, values: values, rate: rate,
+                                                          chain: ChainName.name(chainNumber)))
                 }
             }
 
@@ -219,6 +218,33 @@ extension Hearctl {
             }
             if let svg { print("plot written to \(svg)") }
             print("hear is not a medical device; see an audiologist for hearing aids.")
+        }
+
+        /// Why the delivered gain overshoots the target at `indices`: the chain's own equalizer or
+        /// output gain when the hearing stage alone stays within 2 dB there, else the bands' overlap.
+        static func overshootWarning(_ ear: FittedEar, at indices: [Int], values: ParameterValues, rate: Double,
+                                     chain: String) -> String {
+            let frequencies = indices.map { FitPlot.hertz(Audiogram.frequencies[$0]) }.joined(separator: ", ")
+            let lead = "the \(ear.name) ear gets more than 2 dB more than its target at \(frequencies) Hz"
+            var alone = values
+            alone[.eqEnable] = 0
+            alone[.gain] = 0
+            let hearingOnly = Delivery.measure(alone, rate: rate).map { ear.name == "left" ? $0.left : $0.right }
+            let extra = indices.compactMap { index -> Double? in
+                guard let all = ear.delivered[index], let own = hearingOnly[index] else { return nil }
+                return all - own
+            }.max() ?? 0
+            let hearingStageFits = indices.allSatisfy { index in
+                hearingOnly[index].map { own in own <= ear.targets[index] + 2 } ?? true
+            }
+            guard hearingStageFits, extra > 1 else {
+                return lead + ": the bands overlap, so a change this steep between octaves cannot be followed exactly"
+            }
+            var causes: [String] = []
+            if values[.eqEnable] != 0 { causes.append("its equalizer (flatten it, or `hearctl set --chain \(chain) eq.enable off`)") }
+            if values[.gain] > 0 { causes.append("its output gain of \(Fitting.format(Double(values[.gain]))) dB (`hearctl set --chain \(chain) gain 0`)") }
+            return lead + ": the chain's own settings add up to \(Fitting.format(extra.rounded())) dB there, "
+                + causes.joined(separator: " and ") + "; the hearing profile alone delivers its target"
         }
 
         var commandLine: String {

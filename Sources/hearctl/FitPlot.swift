@@ -50,58 +50,87 @@ enum FitPlot {
         return values.last ?? nil
     }
 
-    /// Top of the dB axis: the largest value, rounded up to 10 dB, at least 40.
+    /// Top of the gain axis: the largest gain, rounded up to 10 dB, at least 40.
     static func top(_ ear: FittedEar, maxGain: Double) -> Double {
-        let largest = (ear.thresholds + ear.targets + ear.delivered.compactMap { $0 } + [maxGain, 40]).max() ?? 40
+        let largest = (ear.targets + ear.delivered.compactMap { $0 } + [maxGain, 40]).max() ?? 40
         return (largest / 10).rounded(.up) * 10
     }
 
-    /// A terminal chart: x = threshold (dB HL, the audiogram; x marks the left ear, o the right),
-    /// - = target gain, * = delivered gain; 0 dB at the bottom.
-    static func chart(_ ear: FittedEar, maxGain: Double, width: Int = 61, height: Int = 13) -> String {
-        let top = top(ear, maxGain: maxGain)
-        var grid = [[Character]](repeating: [Character](repeating: " ", count: width), count: height)
-        func row(_ value: Double) -> Int { height - 1 - Int((min(max(value, 0), top) / top * Double(height - 1)).rounded()) }
+    /// The audiogram's range, the clinical way: from -10 or 0 dB HL (top) down to the deepest
+    /// threshold rounded to 10 dB, at least 60 (bottom).
+    static func hearingLevels(_ ear: FittedEar) -> (top: Double, bottom: Double) {
+        let best = ear.thresholds.min() ?? 0, worst = ear.thresholds.max() ?? 0
+        return (best < 0 ? -10 : 0, max(60, (worst / 10).rounded(.up) * 10))
+    }
+
+    /// The audiogram mark of an ear, as audiologists draw it: ○ right, × left.
+    static func mark(_ ear: FittedEar) -> Character { ear.name == "left" ? "×" : "○" }
+
+    /// Two terminal charts over 250-8000 Hz. The audiogram as audiologists draw it: 0 dB HL at
+    /// the top and hearing loss downward, ○ for the right ear and × for the left. Below it the
+    /// gain: - target, * delivered (measured), 0 dB at the bottom.
+    static func chart(_ ear: FittedEar, maxGain: Double, width: Int = 61) -> String {
+        func column(_ f: Double) -> Int { Int((position(f) * Double(width - 1)).rounded()) }
         func frequency(_ column: Int) -> Double { 250 * pow(2, 5 * Double(column) / Double(width - 1)) }
-        let mark: Character = ear.name == "left" ? "x" : "o"
-        for column in 0..<width {
-            let f = frequency(column)
-            if let value = interpolate(ear.thresholds.map { $0 }, at: f) { grid[row(value)][column] = "." }
+        /// A panel from `first` (top line) to `last` (bottom line), `height` lines.
+        func panel(first: Double, last: Double, height: Int, unit: String,
+                   draw: (_ line: (Double) -> Int, _ grid: inout [[Character]]) -> Void) -> [String] {
+            var grid = [[Character]](repeating: [Character](repeating: " ", count: width), count: height)
+            func line(_ value: Double) -> Int {
+                let t = (value - first) / (last - first)
+                return min(max(Int((t * Double(height - 1)).rounded()), 0), height - 1)
+            }
+            draw(line, &grid)
+            return grid.enumerated().map { index, row in
+                let value = first + (last - first) * Double(index) / Double(height - 1)
+                let label = index % 2 == 0 ? String(format: "%4.0f", value) + " \(unit) |" : String(repeating: " ", count: 6 + unit.count) + "|"
+                return label + String(row)
+            }
         }
-        for (index, f) in Audiogram.frequencies.enumerated() {
-            let column = Int((position(f) * Double(width - 1)).rounded())
-            grid[row(ear.thresholds[index])][column] = mark
-        }
-        for column in 0..<width {
-            let f = frequency(column)
-            if let value = interpolate(ear.targets.map { $0 }, at: f) { grid[row(value)][column] = "-" }
-        }
-        for column in 0..<width {
-            let f = frequency(column)
-            if let value = interpolate(ear.delivered, at: f) { grid[row(value)][column] = "*" }
-        }
-        var lines: [String] = []
-        for (index, line) in grid.enumerated() {
-            let value = top * Double(height - 1 - index) / Double(height - 1)
-            let label = index % 2 == 0 ? String(format: "%4.0f dB |", value) : "        |"
-            lines.append(label + String(line))
-        }
-        lines.append("        +" + String(repeating: "-", count: width))
         var axis = [Character](repeating: " ", count: width + 4)
         for f in [250.0, 500, 1000, 2000, 4000, 8000] {
-            let text = Array(hertz(f)), column = Int((position(f) * Double(width - 1)).rounded())
-            let start = min(max(column - text.count / 2, 0), axis.count - text.count)
+            let text = Array(hertz(f))
+            let start = min(max(column(f) - text.count / 2, 0), axis.count - text.count)
             for (offset, character) in text.enumerated() { axis[start + offset] = character }
         }
-        lines.append("         " + String(axis) + " Hz")
-        lines.append("         \(mark) threshold (dB HL)   - target gain (dB)   * delivered gain (dB, measured)")
+        func frame(_ unit: String) -> [String] {
+            let indent = String(repeating: " ", count: 6 + unit.count)
+            return [indent + "+" + String(repeating: "-", count: width), indent + " " + String(axis) + " Hz"]
+        }
+
+        let levels = hearingLevels(ear), mark = mark(ear)
+        let hearingLines = Int((levels.bottom - levels.top) / 10) * 2 + 1
+        var lines = ["Audiogram (\(ear.name) ear \(mark), hearing threshold in dB HL; loss downward):"]
+        lines += panel(first: levels.top, last: levels.bottom, height: hearingLines, unit: "dB HL") { line, grid in
+            for c in 0..<width {
+                if let value = interpolate(ear.thresholds.map { $0 }, at: frequency(c)) { grid[line(value)][c] = "." }
+            }
+            for (index, f) in Audiogram.frequencies.enumerated() where f >= 250 {
+                grid[line(ear.thresholds[index])][column(f)] = mark
+            }
+        }
+        lines += frame("dB HL")
+        let top = top(ear, maxGain: maxGain)
+        lines.append("Gain (- target, * delivered, measured):")
+        lines += panel(first: top, last: 0, height: Int(top / 10) * 2 + 1, unit: "dB") { line, grid in
+            for c in 0..<width {
+                if let value = interpolate(ear.targets.map { $0 }, at: frequency(c)) { grid[line(value)][c] = "-" }
+            }
+            for c in 0..<width {
+                if let value = interpolate(ear.delivered, at: frequency(c)) { grid[line(value)][c] = "*" }
+            }
+        }
+        lines += frame("dB")
         return lines.joined(separator: "\n")
     }
 
-    /// The same curves for both ears, side by side, as an SVG document.
+    /// Both ears side by side, as an SVG document: per ear the audiogram (0 dB HL at the top,
+    /// ○ right, × left) above the gain chart (target dashed, delivered solid).
     static func svg(ears: [FittedEar], rule: FittingRule, maxGain: Double) -> String {
-        let panelWidth = 420.0, panelHeight = 300.0, margin = 50.0, gap = 40.0
-        let width = margin + Double(ears.count) * (panelWidth + gap), height = panelHeight + 2 * margin + 40
+        let panelWidth = 420.0, panelHeight = 220.0, margin = 60.0, gap = 50.0, between = 70.0
+        let width = margin + Double(ears.count) * (panelWidth + gap)
+        let height = margin + 2 * panelHeight + between + 80
+        func number(_ v: Double) -> String { String(format: "%.1f", v) }
         var out = """
             <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" \
             viewBox="0 0 \(Int(width)) \(Int(height))" font-family="sans-serif" font-size="12">
@@ -110,41 +139,48 @@ enum FitPlot {
             gain cap \(Fitting.format(maxGain)) dB (not a medical device)</text>
 
             """
-        for (panel, ear) in ears.enumerated() {
-            let top = top(ear, maxGain: maxGain)
-            let x0 = margin + Double(panel) * (panelWidth + gap), y0 = margin
+        for (index, ear) in ears.enumerated() {
+            let x0 = margin + Double(index) * (panelWidth + gap)
             func x(_ f: Double) -> Double { x0 + position(f) * panelWidth }
-            func y(_ value: Double) -> Double { y0 + panelHeight * (1 - min(max(value, 0), top) / top) }
-            func number(_ v: Double) -> String { String(format: "%.1f", v) }
-            out += "<text x=\"\(number(x0))\" y=\"\(number(y0 - 10))\" font-size=\"13\">\(ear.name.capitalized) ear</text>\n"
-            out += "<rect x=\"\(number(x0))\" y=\"\(number(y0))\" width=\"\(number(panelWidth))\" height=\"\(number(panelHeight))\" fill=\"none\" stroke=\"#888\"/>\n"
-            for f in [250.0, 500, 1000, 2000, 4000, 8000] {
-                out += "<line x1=\"\(number(x(f)))\" y1=\"\(number(y0))\" x2=\"\(number(x(f)))\" y2=\"\(number(y0 + panelHeight))\" stroke=\"#ddd\"/>\n"
-                out += "<text x=\"\(number(x(f)))\" y=\"\(number(y0 + panelHeight + 16))\" text-anchor=\"middle\">\(hertz(f))</text>\n"
+            /// A framed panel at `y0` whose values run from `first` (top edge) to `last` (bottom edge).
+            func axes(y0: Double, first: Double, last: Double, label: String) -> (Double) -> Double {
+                let y = { (v: Double) in y0 + panelHeight * (min(max(v, min(first, last)), max(first, last)) - first) / (last - first) }
+                out += "<rect x=\"\(number(x0))\" y=\"\(number(y0))\" width=\"\(number(panelWidth))\" height=\"\(number(panelHeight))\" fill=\"none\" stroke=\"#888\"/>\n"
+                for f in [250.0, 500, 1000, 2000, 4000, 8000] {
+                    out += "<line x1=\"\(number(x(f)))\" y1=\"\(number(y0))\" x2=\"\(number(x(f)))\" y2=\"\(number(y0 + panelHeight))\" stroke=\"#ddd\"/>\n"
+                    out += "<text x=\"\(number(x(f)))\" y=\"\(number(y0 + panelHeight + 16))\" text-anchor=\"middle\">\(hertz(f))</text>\n"
+                }
+                var level = min(first, last)
+                while level <= max(first, last) {
+                    out += "<line x1=\"\(number(x0))\" y1=\"\(number(y(level)))\" x2=\"\(number(x0 + panelWidth))\" y2=\"\(number(y(level)))\" stroke=\"#eee\"/>\n"
+                    out += "<text x=\"\(number(x0 - 6))\" y=\"\(number(y(level) + 4))\" text-anchor=\"end\">\(Int(level))</text>\n"
+                    level += 10
+                }
+                out += "<text x=\"\(number(x0))\" y=\"\(number(y0 - 10))\" font-size=\"13\">\(label)</text>\n"
+                return y
             }
-            var level = 0.0
-            while level <= top {
-                out += "<line x1=\"\(number(x0))\" y1=\"\(number(y(level)))\" x2=\"\(number(x0 + panelWidth))\" y2=\"\(number(y(level)))\" stroke=\"#eee\"/>\n"
-                out += "<text x=\"\(number(x0 - 6))\" y=\"\(number(y(level) + 4))\" text-anchor=\"end\">\(Int(level))</text>\n"
-                level += 10
-            }
-            out += "<text x=\"\(number(x0 + panelWidth / 2))\" y=\"\(number(y0 + panelHeight + 34))\" text-anchor=\"middle\">Hz</text>\n"
-            func polyline(_ values: [Double?], _ style: String) -> String {
-                let points = zip(Audiogram.frequencies, values).compactMap { f, v in v.map { "\(number(x(f))),\(number(y($0)))" } }
+            func polyline(_ values: [Double?], _ y: (Double) -> Double, _ style: String) -> String {
+                let points = zip(Audiogram.frequencies, values).filter { $0.0 >= 250 }
+                    .compactMap { f, v in v.map { "\(number(x(f))),\(number(y($0)))" } }
                 return "<polyline points=\"\(points.joined(separator: " "))\" fill=\"none\" \(style)/>\n"
             }
             let color = ear.name == "left" ? "#1f5fbf" : "#c0392b"
-            out += polyline(ear.thresholds.map { $0 }, "stroke=\"\(color)\" stroke-width=\"1.5\"")
-            for (f, t) in zip(Audiogram.frequencies, ear.thresholds) {
+            let levels = hearingLevels(ear)
+            let hearing = axes(y0: margin, first: levels.top, last: levels.bottom,
+                               label: "\(ear.name.capitalized) ear: audiogram (dB HL, \(mark(ear)))")
+            out += polyline(ear.thresholds.map { $0 }, hearing, "stroke=\"\(color)\" stroke-width=\"1.5\"")
+            for (f, t) in zip(Audiogram.frequencies, ear.thresholds) where f >= 250 {
                 out += ear.name == "left"
-                    ? "<text x=\"\(number(x(f)))\" y=\"\(number(y(t) + 4))\" text-anchor=\"middle\" fill=\"\(color)\" font-size=\"13\">×</text>\n"
-                    : "<circle cx=\"\(number(x(f)))\" cy=\"\(number(y(t)))\" r=\"4\" fill=\"white\" stroke=\"\(color)\"/>\n"
+                    ? "<text x=\"\(number(x(f)))\" y=\"\(number(hearing(t) + 5))\" text-anchor=\"middle\" fill=\"\(color)\" font-size=\"15\">×</text>\n"
+                    : "<circle cx=\"\(number(x(f)))\" cy=\"\(number(hearing(t)))\" r=\"5\" fill=\"white\" stroke=\"\(color)\" stroke-width=\"1.5\"/>\n"
             }
-            out += polyline(ear.targets.map { $0 }, "stroke=\"#333\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"")
-            out += polyline(ear.delivered, "stroke=\"#2e8b57\" stroke-width=\"2.5\"")
-            let legendY = y0 + panelHeight + 52
-            out += "<text x=\"\(number(x0))\" y=\"\(number(legendY))\"><tspan fill=\"\(color)\">threshold (dB HL)</tspan>  "
-                + "<tspan fill=\"#333\">- - target gain (dB)</tspan>  <tspan fill=\"#2e8b57\">— delivered gain (dB, measured)</tspan></text>\n"
+            let gainTop = top(ear, maxGain: maxGain)
+            let gainY0 = margin + panelHeight + between
+            let gain = axes(y0: gainY0, first: gainTop, last: 0, label: "\(ear.name.capitalized) ear: gain (dB)")
+            out += polyline(ear.targets.map { $0 }, gain, "stroke=\"#333\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"")
+            out += polyline(ear.delivered, gain, "stroke=\"#2e8b57\" stroke-width=\"2.5\"")
+            out += "<text x=\"\(number(x0))\" y=\"\(number(gainY0 + panelHeight + 36))\"><tspan fill=\"#333\">- - target gain</tspan>  "
+                + "<tspan fill=\"#2e8b57\">— delivered gain (measured)</tspan></text>\n"
         }
         return out + "</svg>\n"
     }

@@ -83,6 +83,22 @@ import Testing
         #expect(recording.summary["nonfinite"] == 0 && recording.summary["allocations"] == 0, "\(recording.summary)")
     }
 
+    @Test func anOvershootFromTheChainsOwnEqualizerIsBlamedOnIt() throws {
+        let sandbox = try Sandbox()
+        let host = try HostProcess(sandbox, chain: 2, amplitude: 0.02, label: "hear_stereo")
+        try sandbox.waitForInstance(chain: 2)
+        #expect(try sandbox.hearctl("set", "--chain", "speaker", "eq.enable", "on", "eq.peak3.gain", "9").status == 0)
+        let fit = try sandbox.hearctlJSON("fit", "--left", Self.mild, "--right", Self.mild)
+        let warnings = fit["warnings"] as? [String] ?? []
+        #expect(warnings.contains { $0.contains("more than its target") && $0.contains("equalizer")
+                    && $0.contains("eq.enable off") && !$0.contains("overlap") }, "\(warnings)")
+        // The same fit with the equalizer flat: no overshoot to explain.
+        #expect(try sandbox.hearctl("set", "--chain", "speaker", "eq.peak3.gain", "0").status == 0)
+        let flat = try sandbox.hearctlJSON("fit", "--left", Self.mild, "--right", Self.mild)
+        #expect(!((flat["warnings"] as? [String] ?? []).contains { $0.contains("more than its target") }), "\(flat["warnings"] ?? "")")
+        _ = try host.stop()
+    }
+
     @Test func dryRunNeedsNoFilterAndWritesTheSVG() throws {
         let sandbox = try Sandbox()
         let svg = sandbox.base + "/fit.svg"
@@ -90,8 +106,21 @@ import Testing
                                          "--right", "500:30,4000:50", "--svg", svg)
         #expect(result.status == 0, "\(result.stderr)")
         for text in ["Left ear (NAL-R):", "Right ear (NAL-R):", "THRESHOLD dB HL", "TARGET dB", "DELIVERED dB",
-                     "* delivered gain", "dry run: nothing applied or saved", "not a medical device"] {
+                     "* delivered", "dry run: nothing applied or saved", "not a medical device"] {
             #expect(result.stdout.contains(text), "fit output lacks '\(text)'")
+        }
+        // The audiogram is drawn the clinical way: 0 dB HL on the top line, the loss downward, the
+        // right ear as ○ (30 dB HL at 250-500 Hz above 50 dB HL at 4-8 kHz), the left as ×.
+        for (mark, best, worst) in [("○", "30 dB HL", "50 dB HL"), ("×", "20 dB HL", "60 dB HL")] {
+            let lines = result.stdout.components(separatedBy: "\n")
+            let start = try #require(lines.firstIndex { $0.hasPrefix("Audiogram (") && $0.contains(mark) })
+            let panel = Array(lines[(start + 1)...].prefix { !$0.contains("+---") })
+            #expect(panel.first?.hasPrefix("   0 dB HL |") == true, "\(panel.first ?? "")")
+            let marked = panel.indices.filter { panel[$0].contains(mark) }
+            let top = try #require(marked.first), bottom = try #require(marked.last)
+            #expect(top < bottom && panel[top].contains(best) && panel[bottom].hasSuffix(mark) == true,
+                    "\(mark): top \(panel[top]), bottom \(panel[bottom])")
+            #expect(panel.firstIndex { $0.contains(worst) }.map { $0 >= bottom - 1 } == true, "\(mark) \(worst)")
         }
         let document = try String(contentsOfFile: svg, encoding: .utf8)
         #expect(document.hasPrefix("<svg") && document.hasSuffix("</svg>\n"))
