@@ -32,7 +32,9 @@
 //   get   [chain=N] [KEY ...]              -> `value chain=N key=KEY value=V` per chain and key
 //                                             (every parameter when no key is given)
 //   set   [chain=N] KEY VALUE [KEY VALUE ...] -> ok instances=<count changed>
-//   reset [chain=N] [KEY ...]              -> ok instances=<count>; back to the schema defaults
+//   reset [chain=N] [KEY[=VALUE] ...]      -> ok instances=<count>; each KEY back to VALUE (hearctl sends
+//                                             the value the chain's drop-in configures) or else to its
+//                                             schema default; its saved value is forgotten either way
 //   sync                                   -> ok once every change this process took is saved on disk
 //                                             (`hearctl set --sync`), else error save-failed
 //   KEY is a schema key (HearDSP/Parameters.swift). VALUE is a number, optionally followed by the

@@ -18,8 +18,9 @@ public enum Request: Equatable, Sendable {
     /// Every parameter when `parameters` is empty.
     case get(chain: Int?, parameters: [Parameter])
     case set(chain: Int?, assignments: [Assignment])
-    /// Every parameter when `parameters` is empty.
-    case reset(chain: Int?, parameters: [Parameter])
+    /// Every parameter when `parameters` is empty. Each goes to its value in `values` (the
+    /// drop-in's configured value, which hearctl reads) or else to its schema default.
+    case reset(chain: Int?, parameters: [Parameter], values: [Assignment] = [])
     /// Answered once every change the server took is on disk.
     case sync
 
@@ -34,8 +35,11 @@ public enum Request: Equatable, Sendable {
         case .set(let chain, let assignments):
             let pairs = assignments.flatMap { [$0.parameter.key, ParameterValue.format($0.value)] }
             return (["set"] + Self.selector(chain) + pairs).joined(separator: " ")
-        case .reset(let chain, let parameters):
-            return (["reset"] + Self.selector(chain) + parameters.map(\.key)).joined(separator: " ")
+        case .reset(let chain, let parameters, let values):
+            let tokens = parameters.map { parameter in
+                values.last { $0.parameter == parameter }.map { "\(parameter.key)=\(ParameterValue.format($0.value))" } ?? parameter.key
+            }
+            return (["reset"] + Self.selector(chain) + tokens).joined(separator: " ")
         }
     }
 
@@ -67,13 +71,24 @@ public enum Request: Equatable, Sendable {
             case .success(let value): chain = value
             }
             var parameters: [Parameter] = []
+            var values: [Assignment] = []
             for token in rest {
-                switch ParameterKey.parse(token) {
+                // reset takes KEY or KEY=VALUE (the value to go back to).
+                let parts = verb == "reset" ? token.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init) : [token]
+                switch ParameterKey.parse(parts[0]) {
                 case .failure(let error): return .failure(error)
-                case .success(let parameter): if !parameters.contains(parameter) { parameters.append(parameter) }
+                case .success(let parameter):
+                    if !parameters.contains(parameter) { parameters.append(parameter) }
+                    guard parts.count == 2 else { continue }
+                    switch ParameterValue.parse(parts[1], for: parameter) {
+                    case .failure(let error): return .failure(error)
+                    case .success(let value):
+                        values.removeAll { $0.parameter == parameter }
+                        values.append(Assignment(parameter, value))
+                    }
                 }
             }
-            return .success(verb == "get" ? .get(chain: chain, parameters: parameters) : .reset(chain: chain, parameters: parameters))
+            return .success(verb == "get" ? .get(chain: chain, parameters: parameters) : .reset(chain: chain, parameters: parameters, values: values))
         case "set":
             let chain: Int?
             switch takeSelector(&rest) {

@@ -22,19 +22,66 @@ public enum ParameterValue {
                 return .failure(ProtocolError(.badValue, "\(spec.key) is a switch: use on or off (or 1 or 0), not '\(printable(trimmed))'"))
             }
         }
-        var number = Substring(trimmed)
-        if !spec.unit.isEmpty, number.lowercased().hasSuffix(spec.unit.lowercased()) {
-            number = number.dropLast(spec.unit.count)
-            while number.last == " " { number = number.dropLast() }
-        }
-        guard let value = Float(number), value.isFinite, isPlainNumber(number) else {
-            let unit = spec.unit.isEmpty ? "" : " (optionally followed by \(spec.unit))"
-            return .failure(ProtocolError(.badValue, "\(spec.key) takes a finite number\(unit), not '\(printable(trimmed))'"))
+        let value: Float
+        switch number(trimmed, for: parameter) {
+        case .failure(let error): return .failure(error)
+        case .success(let parsed): value = parsed
         }
         guard value >= spec.minimum && value <= spec.maximum else {
             return .failure(ProtocolError(.outOfRange, "\(spec.key) must be between \(describe(spec.minimum, for: parameter)) and \(describe(spec.maximum, for: parameter)); got \(describe(value, for: parameter))"))
         }
         return .success(value)
+    }
+
+    /// Units people type, by the schema unit they measure in, with the factor to that unit.
+    static let units: [(suffix: String, unit: String, factor: Float)] = [
+        ("db", "dB", 1), ("khz", "Hz", 1000), ("hz", "Hz", 1), ("k", "Hz", 1000), ("ms", "ms", 1), ("s", "ms", 1000),
+        ("%", "%", 1), (":1", ":1", 1),
+    ]
+
+    /// What each schema unit measures, for messages.
+    static func quantity(_ unit: String) -> String {
+        switch unit {
+        case "dB": return "a level in dB"
+        case "Hz": return "a frequency (Hz, kHz, k)"
+        case "ms": return "a time (ms, s)"
+        case "%": return "a percentage"
+        case ":1": return "a ratio (N:1)"
+        default: return "a plain number"
+        }
+    }
+
+    /// A number with an optional unit, converted to the parameter's unit: "1k" and "1kHz" are
+    /// 1000 Hz, "0.1s" is 100 ms, "-3dB" is -3 dB. A unit of another quantity is an error.
+    static func number(_ text: String, for parameter: Parameter) -> Result<Float, ProtocolError> {
+        let spec = parameter.spec
+        var digits = Substring(text)
+        var suffix = ""
+        if digits.hasSuffix(":1") {
+            digits = digits.dropLast(2)
+            suffix = ":1"
+        } else {
+            while let last = digits.last, last.isLetter || last == "%" {
+                suffix = String(last) + suffix
+                digits = digits.dropLast()
+            }
+        }
+        while digits.last == " " { digits = digits.dropLast() }
+        var factor: Float = 1
+        if !suffix.isEmpty {
+            guard let unit = units.first(where: { $0.suffix == suffix.lowercased() }) else {
+                return .failure(ProtocolError(.badValue, "\(spec.key) takes \(quantity(spec.unit)); '\(printable(suffix))' is not a unit hear knows, in '\(printable(text))'"))
+            }
+            guard unit.unit == spec.unit else {
+                return .failure(ProtocolError(.badValue, "\(spec.key) takes \(quantity(spec.unit)), and '\(printable(text))' is \(quantity(unit.unit))"))
+            }
+            factor = unit.factor
+        }
+        guard let parsed = Float(digits), parsed.isFinite, isPlainNumber(digits), (parsed * factor).isFinite else {
+            let unit = spec.unit.isEmpty ? "" : " (optionally followed by \(spec.unit))"
+            return .failure(ProtocolError(.badValue, "\(spec.key) takes a finite number\(unit), not '\(printable(text))'"))
+        }
+        return .success(parsed * factor)
     }
 
     /// Decimal digits, one optional sign, point and exponent: no "inf", "nan" or hex floats.
@@ -50,13 +97,51 @@ public enum ParameterValue {
         return value.description
     }
 
-    /// `value` with its unit, for people: "6 dB", "3:1", "on".
+    /// Decimal places a value is shown with, from the schema: switches whole, frequencies and
+    /// times to 0.1 Hz or ms, percentages to 0.1, levels, ratios and plain numbers (Q) to 0.01.
+    /// Finer than any control needs, coarse enough that 200.00002 reads 200.
+    public static func decimals(for parameter: Parameter) -> Int {
+        let spec = parameter.spec
+        if spec.scale == .toggle { return 0 }
+        switch spec.unit {
+        case "Hz", "ms", "%": return 1
+        default: return 2
+        }
+    }
+
+    /// `value` rounded to its parameter's precision, as text without trailing zeros ("200", "0.1", "-2.5").
+    public static func text(_ value: Float, for parameter: Parameter) -> String {
+        guard value.isFinite else { return format(value) }
+        let places = decimals(for: parameter)
+        var scale = 1.0
+        for _ in 0..<places { scale *= 10 }
+        let scaled = (Double(value) * scale).rounded()
+        guard abs(scaled) < 1e15 else { return format(value) }
+        let negative = scaled < 0
+        var digits = String(Int64(abs(scaled)))
+        if places > 0 {
+            if digits.count <= places { digits = String(repeating: "0", count: places + 1 - digits.count) + digits }
+            var fraction = String(digits.suffix(places))
+            digits = String(digits.dropLast(places))
+            while fraction.hasSuffix("0") { fraction.removeLast() }
+            if !fraction.isEmpty { digits += "." + fraction }
+        }
+        return (negative && digits != "0" ? "-" : "") + digits
+    }
+
+    /// `value` rounded to its parameter's precision, as the Double nearest that decimal (for JSON: 0.1, not 0.1000000015).
+    public static func rounded(_ value: Float, for parameter: Parameter) -> Double {
+        guard value.isFinite else { return Double(value) }
+        return Double(text(value, for: parameter)) ?? Double(value)
+    }
+
+    /// `value` with its unit, for people, rounded to its precision: "6 dB", "3:1", "on".
     public static func describe(_ value: Float, for parameter: Parameter) -> String {
         let spec = parameter.spec
         if spec.scale == .toggle { return spec.switchName(value) }
-        if spec.unit.isEmpty { return format(value) }
-        if spec.unit == ":1" { return format(value) + ":1" }
-        return format(value) + " " + spec.unit
+        if spec.unit.isEmpty { return text(value, for: parameter) }
+        if spec.unit == ":1" { return text(value, for: parameter) + ":1" }
+        return text(value, for: parameter) + " " + spec.unit
     }
 
     /// Text safe to echo in an error line: printable ASCII only, at most 40 characters.

@@ -450,8 +450,10 @@ final class ControlServer: @unchecked Sendable {
             var changes: StateStore.Changes = [:]
             for assignment in assignments { changes[assignment.parameter] = .some(assignment.value) }
             return change(chain: chain, assignments: assignments, now: now, saving: changes)
-        case .reset(let chain, let parameters):
-            let reset = (parameters.isEmpty ? Parameter.allCases : parameters).map { Assignment($0, $0.spec.defaultValue) }
+        case .reset(let chain, let parameters, let values):
+            let reset = (parameters.isEmpty ? Parameter.allCases : parameters).map { parameter in
+                Assignment(parameter, values.last { $0.parameter == parameter }?.value ?? parameter.spec.defaultValue)
+            }
             // Forgotten, not pinned: after a restart the config's value (if it sets one) applies.
             var changes: StateStore.Changes = [:]
             for assignment in reset { changes[assignment.parameter] = .some(nil) }

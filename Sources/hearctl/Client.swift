@@ -18,19 +18,33 @@ import HearSystem
 
 struct CLIError: Error, CustomStringConvertible {
     let description: String
-    /// A server did not answer in time: exit status 3 instead of 1.
-    var timedOut = false
-    init(_ description: String, timedOut: Bool = false) {
+    /// The exit status (ExitStatus): 1 unless the error says otherwise.
+    var code: Int32 = ExitStatus.error
+    init(_ description: String, code: Int32 = ExitStatus.error) {
         self.description = description
-        self.timedOut = timedOut
+        self.code = code
     }
+
+    var timedOut: Bool { code == ExitStatus.timeout }
 }
 
-/// Exit statuses (also in `hearctl --help`).
+/// Exit statuses: one table for every verb (`hearctl --help`, README).
 enum ExitStatus {
+    static let success: Int32 = 0
     static let error: Int32 = 1
     static let usage: Int32 = 2
-    static let timeout: Int32 = 3
+    static let notRunning: Int32 = 3
+    static let timeout: Int32 = 4
+
+    static let table = """
+        Exit status (every verb):
+          0  success
+          1  error: a server refused the request, a file could not be read or written
+          2  usage: unknown verb, option or parameter; a bad value, unit or range;
+             a change without --chain while several chains exist
+          3  not running: no hear filter runs or is configured (or not the chain named)
+          4  timeout: a server did not answer within --timeout
+        """
 }
 
 /// A server's answer to one request.
@@ -135,7 +149,7 @@ final class Connection {
         let place = "process \(pid) (\(Sanitize.text(path)))"
         switch error {
         case .timedOut(let seconds):
-            return CLIError("\(place) did not send \(what) within \(Self.seconds(seconds)); it may be hung (--timeout sets the wait)", timedOut: true)
+            return CLIError("\(place) did not send \(what) within \(Self.seconds(seconds)); it may be hung (--timeout sets the wait)", code: ExitStatus.timeout)
         case .closed:
             return CLIError("\(place) closed the connection")
         case .tooLong(let limit):
@@ -160,7 +174,8 @@ enum Discovery {
     static var directory: String { SocketPath.directory(environment: environment, uid: getuid()) }
 
     /// Connections to every live server, oldest process first. Stale sockets of ours are removed.
-    static func connect(timeout: Double) throws -> [Connection] {
+    /// With `required` false, no server at all is an empty list rather than an error (suspended chains have none).
+    static func connect(timeout: Double, required: Bool = true) throws -> [Connection] {
         let directory = self.directory
         let uid = getuid()
         var names: [String] = []
@@ -208,15 +223,24 @@ enum Discovery {
             }
         }
         if connections.isEmpty {
-            if !problems.isEmpty { throw CLIError(problems.joined(separator: "\n"), timedOut: timedOut) }
-            throw CLIError("""
-                no running hear filter found (no control socket in \(Sanitize.text(directory))).
-                Start one: put a filter-chain drop-in that loads libhear.so into ~/.config/pipewire/pipewire.conf.d/ \
-                (see the README, "Set-up") and run `systemctl --user restart pipewire`.
-                """)
+            if !problems.isEmpty { throw CLIError(problems.joined(separator: "\n"), code: timedOut ? ExitStatus.timeout : ExitStatus.error) }
+            if !required { return [] }
+            throw notRunning(directory: directory)
         }
         for problem in problems { FileHandle.standardError.write(Data("hearctl: warning: \(problem)\n".utf8)) }
         return connections
+    }
+}
+
+extension Discovery {
+    /// No server and no drop-in: the advice to add one.
+    static func notRunning(directory: String? = nil) -> CLIError {
+        CLIError("""
+            no running hear filter found (no control socket in \(Sanitize.text(directory ?? self.directory))) and no \
+            PipeWire drop-in that loads libhear.so in \(DropIns.directories(environment: environment).joined(separator: ", ")).
+            Start one: put a filter-chain drop-in that loads libhear.so into ~/.config/pipewire/pipewire.conf.d/ \
+            (see the README, "Set-up") and run `systemctl --user restart pipewire`.
+            """, code: ExitStatus.notRunning)
     }
 }
 
@@ -225,9 +249,9 @@ struct Target {
     let chain: Int?
     let connections: [Connection]
 
-    init(chain: Int?, timeout: Double) throws {
+    init(chain: Int?, timeout: Double, required: Bool = true) throws {
         self.chain = chain
-        connections = try Discovery.connect(timeout: timeout)
+        connections = try Discovery.connect(timeout: timeout, required: required)
     }
 
     init(_ option: ChainOption) throws { try self.init(chain: option.number, timeout: option.timeout) }
@@ -247,7 +271,7 @@ struct Target {
         if replies.isEmpty {
             let running = (try? runningChains()) ?? []
             let list = running.isEmpty ? "none" : running.map { "\($0) (\(ChainName.name($0)))" }.joined(separator: ", ")
-            throw CLIError("no running instance of \(chainDescription); running chains: \(list)")
+            throw CLIError("no running instance of \(chainDescription); running chains: \(list)", code: ExitStatus.notRunning)
         }
         return replies
     }

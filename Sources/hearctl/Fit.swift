@@ -99,7 +99,7 @@ extension Hearctl {
         var dryRun = false
         @Option(name: .long, help: ArgumentHelp("The chain to fit: a number or a name (default: speaker).", valueName: "chain"))
         var chain = "speaker"
-        @Option(name: .long, help: ArgumentHelp("Seconds to wait for each server (exit status 3 when one does not answer).", valueName: "seconds"))
+        @Option(name: .long, help: ArgumentHelp("Seconds to wait for each server (exit status 4 when one does not answer).", valueName: "seconds"))
         var timeout: Double = 2
         @OptionGroup var output: JSONOption
 
@@ -139,7 +139,7 @@ extension Hearctl {
                     let running = (try? connected.runningChains()) ?? []
                     throw CLIError("no running instance of chain \(chainNumber) (\(ChainName.name(chainNumber))); running chains: "
                         + (running.isEmpty ? "none" : running.map { "\($0) (\(ChainName.name($0)))" }.joined(separator: ", "))
-                        + "; pick one with --chain, or use --dry-run")
+                        + "; pick one with --chain, or use --dry-run", code: ExitStatus.notRunning)
                 }
                 rate = Double(status.sampleRate)
                 if status.channels == 1 {

@@ -13,19 +13,26 @@ struct Hearctl: ParsableCommand {
         discussion: """
             hearctl talks to every process that runs the hear plugin (PipeWire's filter-chain, a PulseAudio \
             daemon) through its control socket in $HEAR_RUNTIME_DIR, else $XDG_RUNTIME_DIR/hear, else \
-            /tmp/hear-$UID. Changes take effect within one audio block and are saved per chain, so they \
-            survive a restart (`set --sync` returns once they are on disk). Every wait for a server has a \
+            /tmp/hear-$UID, and reads the chains the PipeWire drop-ins configure. Changes take effect \
+            within one audio block and are saved per chain, so they survive a restart (`set --sync` \
+            returns once they are on disk). A chain PipeWire has suspended (no app uses it) keeps its \
+            changes in its state file and takes them when it starts. Every wait for a server has a \
             deadline (--timeout, default 2 s).
 
-            Exit status: 0 success, 1 error, 2 usage, 3 timeout (a server did not answer in time).
+            Chains: with more than one chain (running or suspended), a change (set, bypass, reset, \
+            preset load) needs --chain mic|speaker|N; reading commands show every chain. The reply \
+            names the chain it changed.
+
+            \(ExitStatus.table)
 
             Examples:
               hearctl status
-              hearctl set gain 6
-              hearctl set --chain mic comp.ratio 3 comp.threshold -30dB
+              hearctl set --chain mic gain 6
+              hearctl set --chain speaker eq.peak2.freq 2.5kHz comp.threshold -30dB
               hearctl preset load voice-call --chain mic
               hearctl meter
-              hearctl fit --left 250:20,500:25,1000:35,2000:50,4000:60 --right 250:15,500:20,1000:30,2000:45,4000:55
+              hearctl fit --left 250:20,500:25,1000:35,2000:50,4000:60 \\
+                          --right 250:15,500:20,1000:30,2000:45,4000:55
             """,
         version: "hearctl 0.1.0 (protocol \(Protocol.tag))",
         subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Reset.self, PresetCommand.self, Meter.self, Fit.self,
@@ -33,22 +40,39 @@ struct Hearctl: ParsableCommand {
     )
 }
 
-/// Which instances a command addresses.
+/// --chain and --timeout: for reading commands the chain is optional (every chain by default).
 struct ChainOption: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Only this chain: a number or a name (default, mic, speaker, chainN). Default: every instance.",
+    @Option(name: .long, help: ArgumentHelp("Only this chain: a number or a name (default, mic, speaker, chainN). Default: every chain.",
                                             valueName: "chain"))
     var chain: String?
 
-    @Option(name: .long, help: ArgumentHelp("Seconds to wait for each server to connect and to answer each request (exit status 3 when one does not).",
+    @Option(name: .long, help: ArgumentHelp("Seconds to wait for each server to connect and to answer each request (exit status 4 when one does not).",
                                             valueName: "seconds"))
     var timeout: Double = 2
 
-    mutating func validate() throws {
+    mutating func validate() throws { try Self.check(chain: chain, timeout: timeout) }
+
+    static func check(chain: String?, timeout: Double) throws {
         if let chain, ChainName.number(chain) == nil {
             throw ValidationError("--chain takes a number from 0 to \(ChainName.maximum) or a name (default, mic, speaker, chainN), not '\(chain)'")
         }
         guard timeout.isFinite, timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout takes seconds, more than 0 and at most 3600") }
     }
+
+    var number: Int? { chain.flatMap(ChainName.number) }
+}
+
+/// --chain and --timeout for a change: the chain is needed when more than one exists.
+struct ChangeOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The chain to change: a number or a name (default, mic, speaker, chainN). Needed when more than one chain exists.",
+                                            valueName: "chain"))
+    var chain: String?
+
+    @Option(name: .long, help: ArgumentHelp("Seconds to wait for each server to connect and to answer each request (exit status 4 when one does not).",
+                                            valueName: "seconds"))
+    var timeout: Double = 2
+
+    mutating func validate() throws { try ChainOption.check(chain: chain, timeout: timeout) }
 
     var number: Int? { chain.flatMap(ChainName.number) }
 }
@@ -61,7 +85,7 @@ struct JSONOption: ParsableArguments {
 extension Hearctl {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show every running instance (chain, rate, latency, uptime, meters) and the PipeWire nodes that host them.")
+            abstract: "Show every chain (running or suspended), its instances and meters, and the PipeWire nodes that host them.")
 
         @OptionGroup var target: ChainOption
         @OptionGroup var output: JSONOption
@@ -70,63 +94,70 @@ extension Hearctl {
             // PipeWire's side (nodes, states, devices, graph rate), then the plugin's (control sockets).
             var graph = PipeWireGraph.snapshot()
             graph.only = self.target.number
-            let chains = graph.chains
-            let target: Target
-            do {
-                target = try Target(self.target)
-            } catch where !chains.isEmpty {
-                // No instance: filter-chain drops the plugin while its nodes are suspended.
-                if output.json {
-                    Output.json(["instances": [Any](), "notices": [String](), "pipewire": graph.jsonObject])
-                } else {
-                    print("no plugin instance runs: PipeWire starts a chain when an app uses it")
-                    print("\n" + graph.summary + "\n" + graph.table)
-                }
-                return
+            let chains = try Chains(target)
+            let graphChains = graph.chains.map(\.number)
+            let shown = Array(Swift.Set(chains.known + graphChains)).sorted().filter { target.number == nil || $0 == target.number }
+            if shown.isEmpty {
+                if let number = target.number, !chains.known.isEmpty { throw chains.unknown(number) }
+                throw Discovery.notRunning()
             }
-            let statuses = try target.statuses()
+            let statuses = chains.statuses.filter { shown.contains($0.status.chain) }
             let notices = Array(Swift.Set(statuses.flatMap(\.notices))).sorted()
+            // A chain without an instance: PipeWire's node state when it shows one, else suspended.
+            let idle = shown.filter { !chains.isRunning($0) }.map { number -> (chain: Int, state: String, label: String) in
+                let node = graph.chains.first { $0.number == number }
+                let state = node?.state ?? "suspended"
+                return (number, state == "?" ? "suspended" : state, chains.configured[number]?.label ?? "-")
+            }
             if output.json {
                 Output.json(["instances": statuses.map { Output.statusObject(pid: $0.pid, $0.status) }, "notices": notices,
+                             "chains": shown.map { number -> [String: Any] in
+                                 var entry: [String: Any] = ["chain": number, "name": ChainName.name(number),
+                                                             "state": chains.isRunning(number) ? "running" : (idle.first { $0.chain == number }?.state ?? "suspended"),
+                                                             "instances": statuses.filter { $0.status.chain == number }.count]
+                                 if let dropIn = chains.configured[number] { entry["dropIn"] = dropIn.path }
+                                 return entry
+                             },
                              "pipewire": graph.jsonObject])
                 return
             }
-            if statuses.isEmpty { throw CLIError("no running instance of \(target.chainDescription)") }
-            print(Output.statusTable(statuses.map { ($0.pid, $0.status) }))
+            print(Output.statusTable(statuses.map { ($0.pid, $0.status) }, idle: idle))
             for notice in notices { print("notice: \(notice)") }
-            print("\n" + graph.summary + (chains.isEmpty ? "" : "\n" + graph.table))
+            print("\n" + Output.fit(graph.summary) + (graph.chains.isEmpty ? "" : "\n" + graph.table))
         }
     }
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List every parameter with its current value, range, default, unit and help.")
+            abstract: "List every parameter with its value per chain, range, default and help (full help with --json).")
 
         @OptionGroup var target: ChainOption
         @OptionGroup var output: JSONOption
 
         func run() throws {
-            let chains = try Target(target).values([])
+            let known = try Chains(target)
+            let chains = try known.reading(target.number).map { (chain: $0, state: known.state($0), values: try known.values($0, [])) }
             if output.json {
                 Output.json(["parameters": Parameter.allCases.map { parameter -> [String: Any] in
                     let spec = parameter.spec
                     return ["key": spec.key, "minimum": Double(spec.minimum), "maximum": Double(spec.maximum),
-                            "default": Double(spec.defaultValue), "unit": spec.unit, "scale": "\(spec.scale)", "help": spec.help,
+                            "default": ParameterValue.rounded(spec.defaultValue, for: parameter), "unit": spec.unit, "scale": "\(spec.scale)",
+                            "help": spec.help,
                             "values": chains.map { chain in
-                                ["chain": chain.chain, "name": ChainName.name(chain.chain),
-                                 "value": Double(chain.values.first { $0.0 == parameter }?.1 ?? .nan)] as [String: Any]
+                                ["chain": chain.chain, "name": ChainName.name(chain.chain), "state": chain.state,
+                                 "value": Output.value(chain.values.first { $0.0 == parameter }?.1, for: parameter)] as [String: Any]
                             }]
                 }])
                 return
             }
-            print(Output.parameterTable(chains))
+            print(Output.parameterTable(chains.map { ($0.chain, $0.values) }))
         }
     }
 
     struct Get: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print parameter values (every parameter when none is named).",
-            discussion: "Example: hearctl get gain comp.ratio")
+            discussion: "A suspended chain shows the values it starts with. Example: hearctl get gain comp.ratio")
 
         @Argument(help: ArgumentHelp("Parameter keys, e.g. gain, comp.ratio (see `hearctl list`).", valueName: "param"))
         var parameters: [String] = []
@@ -135,11 +166,12 @@ extension Hearctl {
 
         func run() throws {
             let keys = try parameters.map { try Input.parameter($0) }
-            let chains = try Target(target).values(keys)
+            let known = try Chains(target)
+            let chains = try known.reading(target.number).map { (chain: $0, state: known.state($0), values: try known.values($0, keys)) }
             if output.json {
                 Output.json(["chains": chains.map { chain -> [String: Any] in
-                    ["chain": chain.chain, "name": ChainName.name(chain.chain),
-                     "values": Dictionary(uniqueKeysWithValues: chain.values.map { ($0.0.key, Double($0.1)) })]
+                    ["chain": chain.chain, "name": ChainName.name(chain.chain), "state": chain.state,
+                     "values": Dictionary(uniqueKeysWithValues: chain.values.map { ($0.0.key, ParameterValue.rounded($0.1, for: $0.0)) })]
                 }])
                 return
             }
@@ -154,24 +186,28 @@ extension Hearctl {
 
     struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Set parameters on the running filter: PARAM VALUE [PARAM VALUE ...].",
+            abstract: "Set parameters on a chain: PARAM VALUE [PARAM VALUE ...].",
             discussion: """
-                Values may carry the parameter's unit; switches take on/off. All pairs are checked before \
-                anything changes. Settings are saved within 1 s; with --sync hearctl returns only once they \
-                are on disk. Examples:
+                Values may carry a unit of the parameter's kind: dB for levels, Hz, kHz or k for \
+                frequencies, ms or s for times, % and N:1; switches take on/off. All pairs are checked \
+                before anything changes. With more than one chain, name it with --chain. A suspended \
+                chain keeps the values and takes them when it starts. Settings are saved within 1 s; with \
+                --sync hearctl returns only once they are on disk. Examples:
                   hearctl set gain 6
-                  hearctl set gain 6dB
+                  hearctl set --chain mic gain 6dB
+                  hearctl set --chain speaker eq.peak3.freq 4k comp.attack 0.005s
                   hearctl set comp.ratio 3 comp.threshold -30
                   hearctl set --sync gain 6
                 """)
 
         @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Parameter and value pairs.", valueName: "param value"))
         var pairs: [String] = []
-        @OptionGroup var target: ChainOption
+        @OptionGroup var target: ChangeOption
         @Flag(name: .long, help: "Return only once the new values are saved on disk.") var sync = false
+        @OptionGroup var output: JSONOption
 
         mutating func validate() throws {
-            // Negative values ("-30") arrive here too: only the leading --chain option is parsed by name.
+            // Negative values ("-30") arrive here too: options after the first pair are picked out by hand.
             var rest: [String] = []
             var index = 0
             while index < pairs.count {
@@ -179,6 +215,7 @@ extension Hearctl {
                 if token == "--chain", index + 1 < pairs.count { target.chain = pairs[index + 1]; index += 2; continue }
                 if token.hasPrefix("--chain=") { target.chain = String(token.dropFirst(8)); index += 1; continue }
                 if token == "--sync" { sync = true; index += 1; continue }
+                if token == "--json" { output.json = true; index += 1; continue }
                 if token == "--timeout" || token.hasPrefix("--timeout=") {
                     let text = token == "--timeout" ? (index + 1 < pairs.count ? pairs[index + 1] : "") : String(token.dropFirst(10))
                     guard let seconds = Double(text) else { throw ValidationError("--timeout takes seconds, not '\(text)'") }
@@ -194,45 +231,81 @@ extension Hearctl {
             try target.validate()
             if pairs.isEmpty { throw ValidationError("missing PARAM VALUE pairs, e.g. `hearctl set gain 6`") }
             if pairs.count % 2 != 0 { throw ValidationError("'\(pairs.last!)' has no value: give PARAM VALUE pairs") }
+            // Keys, values and units are checked here, so a bad one is a usage error and nothing is sent.
+            _ = try assignments()
         }
 
-        func run() throws {
+        func assignments() throws -> [Assignment] {
             var assignments: [Assignment] = []
             for index in stride(from: 0, to: pairs.count, by: 2) {
                 let parameter = try Input.parameter(pairs[index])
-                assignments.append(Assignment(parameter, try Input.value(pairs[index + 1], for: parameter)))
+                let value = try Input.value(pairs[index + 1], for: parameter)
+                assignments.removeAll { $0.parameter == parameter }
+                assignments.append(Assignment(parameter, value))
             }
-            let target = try Target(target)
-            let replies = try target.each(.set(chain: self.target.number, assignments: assignments))
-            if sync { try target.sync(replies) }
+            return assignments
+        }
+
+        func run() throws {
+            let assignments = try assignments()
+            let chains = try Chains(timeout: target.timeout)
+            let chain = try chains.changing(target.number, verb: "set")
+            var changes: StateFile.Changes = [:]
+            for assignment in assignments { changes[assignment.parameter] = .some(assignment.value) }
+            let result = try chains.change(chain, request: .set(chain: chain, assignments: assignments), saving: changes,
+                                           show: assignments.map(\.parameter))
+            if sync && result.state == "running" { try chains.sync(chain) }
+            Output.change(result, json: output.json)
         }
     }
 
     struct Bypass: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Pass audio through unprocessed (on) or process it again (off); click-free.")
+            abstract: "Pass audio through unprocessed (on) or process it again (off); click-free.",
+            discussion: "With more than one chain, name it with --chain.")
 
         enum State: String, ExpressibleByArgument, CaseIterable { case on, off }
 
         @Argument(help: "on or off.") var state: State
-        @OptionGroup var target: ChainOption
+        @OptionGroup var target: ChangeOption
+        @OptionGroup var output: JSONOption
 
         func run() throws {
-            _ = try Target(target).each(.set(chain: target.number, assignments: [Assignment(.bypass, state == .on ? 1 : 0)]))
+            let chains = try Chains(timeout: target.timeout)
+            let chain = try chains.changing(target.number, verb: "bypass")
+            let value: Float = state == .on ? 1 : 0
+            let result = try chains.change(chain, request: .set(chain: chain, assignments: [Assignment(.bypass, value)]),
+                                           saving: [.bypass: .some(value)], show: [.bypass])
+            Output.change(result, json: output.json)
         }
     }
 
     struct Reset: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Put parameters back to their defaults (every parameter when none is named).",
-            discussion: "The saved values are forgotten too: after a restart the config's control values apply.")
+            abstract: "Put parameters back to the chain's configured values (every parameter when none is named).",
+            discussion: """
+                A parameter goes back to the value the chain's PipeWire drop-in gives it (its \
+                `control = { ... }`), else to the plugin's default; its saved value is forgotten. With \
+                more than one chain, name it with --chain.
+                """)
 
         @Argument(help: ArgumentHelp("Parameter keys.", valueName: "param")) var parameters: [String] = []
-        @OptionGroup var target: ChainOption
+        @OptionGroup var target: ChangeOption
+        @OptionGroup var output: JSONOption
+
+        mutating func validate() throws { _ = try parameters.map { try Input.parameter($0) } }
 
         func run() throws {
             let keys = try parameters.map { try Input.parameter($0) }
-            _ = try Target(target).each(.reset(chain: target.number, parameters: keys))
+            let chains = try Chains(timeout: target.timeout)
+            let chain = try chains.changing(target.number, verb: "reset")
+            let all = keys.isEmpty ? Parameter.allCases : keys
+            let values = all.map { Assignment($0, chains.configuredValue(chain, $0)) }
+            var changes: StateFile.Changes = [:]
+            for parameter in all { changes[parameter] = .some(nil) }
+            let result = try chains.change(chain, request: .reset(chain: chain, parameters: all, values: values), saving: changes, show: all)
+            Output.change(result, json: output.json,
+                          summary: keys.isEmpty ? "every parameter back to " + (chains.configured[chain].map { "the values of \($0.path)" } ?? "the defaults") : nil)
         }
     }
 }
@@ -242,14 +315,14 @@ enum Input {
     static func parameter(_ text: String) throws -> Parameter {
         switch ParameterKey.parse(text) {
         case .success(let parameter): return parameter
-        case .failure(let error): throw CLIError(error.message + " (see `hearctl list`)")
+        case .failure(let error): throw ValidationError(error.message + " (see `hearctl list`)")
         }
     }
 
     static func value(_ text: String, for parameter: Parameter) throws -> Float {
         switch ParameterValue.parse(text, for: parameter) {
         case .success(let value): return value
-        case .failure(let error): throw CLIError(error.message + "; nothing was changed")
+        case .failure(let error): throw ValidationError(error.message + "; nothing was changed")
         }
     }
 }

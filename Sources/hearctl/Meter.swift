@@ -7,7 +7,11 @@ import HearControl
 extension Hearctl {
     struct Meter: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show live input/output levels and gain reduction until interrupted (Ctrl-C).")
+            abstract: "Show live input/output levels and gain reduction until interrupted (Ctrl-C).",
+            discussion: """
+                A suspended chain reads as idle until an app uses it. On a terminal the bars are redrawn in \
+                place; into a pipe or a file each reading follows the last, without escape codes.
+                """)
 
         @Flag(name: .long, help: "Print one reading and exit.") var once = false
         @Option(name: .long, help: "Seconds between readings.") var interval: Double = 0.2
@@ -20,23 +24,33 @@ extension Hearctl {
         }
 
         func run() throws {
-            let target = try Target(target)
             var drawnLines = 0
             while true {
-                let statuses = try target.statuses()
-                if statuses.isEmpty { throw CLIError("no running instance of \(target.chainDescription)") }
+                // Found again each time while nothing runs: a suspended chain gets an instance when an app uses it.
+                let chains = try Chains(target)
+                let shown = try chains.reading(target.number)
+                let statuses = chains.statuses.filter { shown.contains($0.status.chain) }
+                let idle = shown.filter { !chains.isRunning($0) }
+                var lines = statuses.flatMap { Self.bars(pid: $0.pid, $0.status) }
+                lines += idle.map { "chain \(Chains.describe($0)): idle (suspended: PipeWire starts it when an app uses it)" }
                 if output.json {
-                    let object: [String: Any] = ["instances": statuses.map { Output.statusObject(pid: $0.pid, $0.status) }]
+                    let object: [String: Any] = [
+                        "instances": statuses.map { Output.statusObject(pid: $0.pid, $0.status) },
+                        "chains": shown.map { ["chain": $0, "name": ChainName.name($0), "state": chains.isRunning($0) ? "running" : "suspended"] as [String: Any] },
+                    ]
                     if once { Output.json(object) } else { Self.jsonLine(object) }
                 } else if once {
-                    print(statuses.flatMap { Self.bars(pid: $0.pid, $0.status) }.joined(separator: "\n"))
-                } else {
+                    print(lines.joined(separator: "\n"))
+                } else if Output.isTerminal {
                     // Written unbuffered, cursor moved back up over the previous drawing.
-                    let lines = statuses.flatMap { Self.bars(pid: $0.pid, $0.status) }
                     var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)A" : ""
                     for line in lines { text += "\u{1B}[2K" + line + "\n" }
+                    if lines.count < drawnLines { text += "\u{1B}[J" }
                     FileHandle.standardOutput.write(Data(text.utf8))
                     drawnLines = lines.count
+                } else {
+                    // A pipe or a file: one reading after another, no escape codes.
+                    FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n\n").utf8))
                 }
                 if once { return }
                 Thread.sleep(forTimeInterval: interval)

@@ -1,7 +1,9 @@
 // Text tables for people and JSON for scripts. JSON numbers that have no value (a silent meter,
-// a meter this build lacks) are null.
+// a meter this build lacks) are null. Parameter values are rounded to their precision
+// (ParameterValue.decimals); tables fit the terminal, or 80 columns when stdout is not one.
 
 import Foundation
+import Glibc
 import HearControl
 import HearDSP
 
@@ -25,7 +27,50 @@ enum Output {
 
     static func level(_ value: Float?) -> Any {
         guard let value, value.isFinite else { return NSNull() }
-        return Double((value * 10).rounded() / 10)
+        // Rounded in decimal, so JSON shows -34.1, not -34.099998474121094.
+        return Double(String(format: "%.1f", Double(value))) ?? NSNull()
+    }
+
+    /// A parameter value for JSON, rounded to its precision.
+    static func value(_ value: Float?, for parameter: Parameter) -> Any {
+        guard let value, value.isFinite else { return NSNull() }
+        return ParameterValue.rounded(value, for: parameter)
+    }
+
+    /// Columns to fit: the terminal's width, or 80 when stdout is not a terminal.
+    static var width: Int {
+        guard isatty(STDOUT_FILENO) == 1 else { return 80 }
+        var size = winsize()
+        if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col >= 40 { return Int(size.ws_col) }
+        return 80
+    }
+
+    /// Whether stdout is a terminal (escape codes only then).
+    static var isTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+
+    /// One line cut to `width` columns with an ellipsis.
+    static func fit(_ line: String, width: Int = Output.width) -> String {
+        line.count <= width ? line : String(line.prefix(max(0, width - 1))) + "…"
+    }
+
+    /// The reply to a change: the chain it changed and the values it has now.
+    static func change(_ result: ChangeResult, json: Bool, summary: String? = nil) {
+        if json {
+            var object: [String: Any] = [
+                "chain": result.chain, "name": ChainName.name(result.chain), "state": result.state, "instances": result.instances,
+                "values": Dictionary(uniqueKeysWithValues: result.values.map { ($0.0.key, value($0.1, for: $0.0)) }),
+            ]
+            if let saved = result.saved { object["saved"] = saved }
+            Output.json(object)
+            return
+        }
+        let name = "chain \(Chains.describe(result.chain))"
+        let what = summary ?? result.values.map { "\($0.0.key) = \(ParameterValue.describe($0.1, for: $0.0))" }.joined(separator: ", ")
+        if result.state == "running" {
+            print("\(name): \(what)")
+        } else {
+            print("\(name) is suspended: \(what); saved in \(result.saved ?? "its state file"), applied when the chain starts")
+        }
     }
 
     static func statusObject(pid: Int32, _ status: InstanceStatus) -> [String: Any] {
@@ -57,52 +102,68 @@ enum Output {
         return "\(total / 86400)d \(total % 86400 / 3600)h"
     }
 
-    static func table(_ rows: [[String]]) -> String {
+    /// Columns two spaces apart; the last column is cut so that every line fits `width`.
+    static func table(_ rows: [[String]], width: Int = Output.width) -> String {
         guard let header = rows.first else { return "" }
         var widths = [Int](repeating: 0, count: header.count)
         for row in rows { for (index, cell) in row.enumerated() where index < widths.count { widths[index] = max(widths[index], cell.count) } }
         return rows.map { row in
-            row.enumerated().map { index, cell in
+            fit(row.enumerated().map { index, cell in
                 index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
+            }.joined(separator: "  "), width: width)
         }.joined(separator: "\n")
     }
 
-    static func statusTable(_ statuses: [(pid: Int32, status: InstanceStatus)]) -> String {
-        var rows = [["CHAIN", "PID:ID", "LABEL", "RATE", "LATENCY", "UPTIME", "STATE", "BYPASS", "IN PEAK/RMS", "OUT PEAK/RMS", "COMP GR", "LIMIT GR", "NOISE", "SPEECH"]]
+    /// Instances (and chains without one: `idle`), then the meters of the running ones.
+    static func statusTable(_ statuses: [(pid: Int32, status: InstanceStatus)], idle: [(chain: Int, state: String, label: String)] = []) -> String {
+        var rows = [["CHAIN", "STATE", "LABEL", "RATE", "LATENCY", "UPTIME", "BYPASS"]]
+        var entries: [(chain: Int, row: [String])] = []
         for (pid, status) in statuses {
-            let latency = String(format: "%d (%.1f ms)", status.latency, Double(status.latency) * 1000 / Double(max(status.sampleRate, 1)))
-            rows.append([
-                "\(status.chain) (\(status.chainName))", "\(pid):\(status.id)", status.label,
-                "\(status.sampleRate) Hz \(status.channels == 1 ? "mono" : "\(status.channels) ch")", latency,
-                duration(status.uptime), status.running ? "running" : "idle", status.bypassed ? "on" : "off",
-                "\(decibels(status.inputPeak))/\(decibels(status.inputRMS)) dBFS",
-                "\(decibels(status.outputPeak))/\(decibels(status.outputRMS)) dBFS",
-                "\(decibels(status.compressorReduction)) dB", "\(decibels(status.limiterReduction)) dB",
-                status.noiseFloor.map { "\(decibels($0)) dBFS" } ?? "n/a",
-                status.speechProbability.map { String(format: "%.0f%%", $0 * 100) } ?? "n/a",
-            ])
+            entries.append((status.chain, [
+                Chains.describe(status.chain), status.running ? "running" : "idle", status.label, "\(status.sampleRate) Hz",
+                String(format: "%.1f ms", Double(status.latency) * 1000 / Double(max(status.sampleRate, 1))),
+                duration(status.uptime), status.bypassed ? "on" : "off",
+            ]))
         }
+        for chain in idle { entries.append((chain.chain, [Chains.describe(chain.chain), chain.state, chain.label, "-", "-", "-", "-"])) }
+        rows += entries.sorted { $0.chain < $1.chain }.map(\.row)
         var text = table(rows)
+        let running = statuses.filter(\.status.running)
+        if !running.isEmpty {
+            var meters = [["CHAIN", "PID:ID", "IN PK/RMS", "OUT PK/RMS", "COMP GR", "LIM GR", "NOISE", "SPEECH"]]
+            for (pid, status) in running {
+                meters.append([
+                    status.chainName, "\(pid):\(status.id)",
+                    "\(decibels(status.inputPeak))/\(decibels(status.inputRMS))", "\(decibels(status.outputPeak))/\(decibels(status.outputRMS))",
+                    decibels(status.compressorReduction), decibels(status.limiterReduction),
+                    status.noiseFloor.map { "\(decibels($0))" } ?? "n/a",
+                    status.speechProbability.map { String(format: "%.0f%%", $0 * 100) } ?? "n/a",
+                ])
+            }
+            text += "\n\nlevels and noise floor in dBFS, gain reduction (GR) in dB\n" + table(meters)
+        }
         for (pid, status) in statuses where status.faults > 0 {
-            text += "\nchain \(status.chain) (\(status.chainName)) \(pid):\(status.id): \(status.faults) chunk(s) silenced after"
-                + " a non-finite sample inside the filter; it restarted clean each time"
+            text += "\n" + fit("chain \(status.chain) (\(status.chainName)) \(pid):\(status.id): \(status.faults) chunk(s) silenced")
+                + "\n" + fit("  after a non-finite sample inside the filter; it restarted clean each time")
         }
         return text
     }
 
+    /// One row per parameter: key, value per chain, range with unit, default, help (cut to fit).
     static func parameterTable(_ chains: [(chain: Int, values: [(Parameter, Float)])]) -> String {
-        let valueHeaders = chains.count == 1 ? ["VALUE"] : chains.map { "VALUE[\(ChainName.name($0.chain))]" }
-        var rows = [["PARAMETER"] + valueHeaders + ["RANGE", "DEFAULT", "UNIT", "HELP"]]
+        let valueHeaders = chains.count == 1 ? ["VALUE"] : chains.map { ChainName.name($0.chain).uppercased() }
+        var rows = [["PARAMETER"] + valueHeaders + ["RANGE", "DEFAULT", "HELP"]]
         for parameter in Parameter.allCases {
             let spec = parameter.spec
             let values = chains.map { chain -> String in
                 guard let value = chain.values.first(where: { $0.0 == parameter })?.1 else { return "-" }
-                return spec.scale == .toggle ? spec.switchName(value) : ParameterValue.format(value)
+                return spec.scale == .toggle ? spec.switchName(value) : ParameterValue.text(value, for: parameter)
             }
-            let range = spec.scale == .toggle ? "\(spec.switchName(0))/\(spec.switchName(1))" : "\(ParameterValue.format(spec.minimum))..\(ParameterValue.format(spec.maximum))"
-            let defaultText = spec.scale == .toggle ? spec.switchName(spec.defaultValue) : ParameterValue.format(spec.defaultValue)
-            rows.append([spec.key] + values + [range, defaultText, spec.unit.isEmpty ? "-" : spec.unit, spec.help])
+            let unit = spec.unit.isEmpty || spec.unit == ":1" ? spec.unit : " " + spec.unit
+            let range = spec.scale == .toggle ? "\(spec.switchName(0))/\(spec.switchName(1))"
+                : "\(ParameterValue.text(spec.minimum, for: parameter))..\(ParameterValue.text(spec.maximum, for: parameter))\(unit)"
+            let defaultText = spec.scale == .toggle ? spec.switchName(spec.defaultValue) : ParameterValue.text(spec.defaultValue, for: parameter)
+            rows.append([spec.key] + values + [range, defaultText, spec.help])
         }
         return table(rows)
     }

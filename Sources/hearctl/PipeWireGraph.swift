@@ -123,7 +123,7 @@ struct PipeWireGraph {
     // MARK: Output
 
     var summary: String {
-        guard let server else { return "PipeWire: not running here (\(error ?? "no daemon")); the instances above are what the control sockets report" }
+        guard let server else { return "PipeWire: not running here (\(error ?? "no daemon"))" }
         var text = "PipeWire \(server) (library \(library))"
         if let rate { text += ": graph \(rate) Hz" + (forced("clock.force-rate") != nil ? " (forced)" : "") }
         if let quantum { text += ", quantum \(quantum)" + (forced("clock.force-quantum") != nil ? " (forced)" : "") }
@@ -131,12 +131,13 @@ struct PipeWireGraph {
         return text
     }
 
+    /// One row per chain's node; the device (last) is cut to fit.
     var table: String {
-        var rows = [["CHAIN", "PIPEWIRE NODE", "DESCRIPTION", "CLASS", "STATE", "DEVICE", "RATE"]]
+        var rows = [["CHAIN", "NODE", "STATE", "RATE", "DEVICE"]]
         for chain in chains {
-            let device = chain.device.map { "\(chain.direction) \($0.name)" + ($0.description.map { " (\($0))" } ?? "") } ?? "-"
-            rows.append(["\(chain.number) (\(ChainName.name(chain.number)))", chain.node.name, chain.node.description ?? "-",
-                         chain.node.mediaClass, chain.state, device, chain.rate.map { "\($0) Hz" } ?? "-"])
+            let device = chain.device.map { "\(chain.direction) \($0.name)" } ?? "-"
+            rows.append(["\(chain.number) (\(ChainName.name(chain.number)))", chain.node.name, chain.state,
+                         chain.rate.map { "\($0) Hz" } ?? "-", device])
         }
         return Output.table(rows)
     }

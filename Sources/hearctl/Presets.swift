@@ -74,7 +74,7 @@ struct PresetCommand: ParsableCommand {
             let (settings, source) = try PresetStore.find(name)
             if output.json {
                 Output.json(["name": name, "source": source,
-                             "values": Dictionary(uniqueKeysWithValues: settings.assignments.map { ($0.parameter.key, Double($0.value)) })])
+                             "values": Dictionary(uniqueKeysWithValues: settings.assignments.map { ($0.parameter.key, ParameterValue.rounded($0.value, for: $0.parameter)) })])
                 return
             }
             print(settings.text(comment: "preset \(name) (\(source)); parameters not listed load at their defaults"), terminator: "")
@@ -82,48 +82,62 @@ struct PresetCommand: ParsableCommand {
     }
 
     struct Save: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Save the running chain's settings as a user preset.")
+        static let configuration = CommandConfiguration(
+            abstract: "Save a chain's settings as a user preset (with more than one chain, name it with --chain).")
         @Argument(help: "Preset name.") var name: String
-        @OptionGroup var target: ChainOption
+        @OptionGroup var target: ChangeOption
         @Flag(name: .long, help: "Replace an existing user preset.") var force = false
+        @OptionGroup var output: JSONOption
 
         func run() throws {
             try PresetStore.checkName(name)
-            let chains = try Target(target).values([])
-            guard chains.count == 1, let chain = chains.first else {
-                throw CLIError("\(chains.count) chains are running (\(chains.map { ChainName.name($0.chain) }.joined(separator: ", "))); pick one with --chain")
-            }
+            let chains = try Chains(timeout: target.timeout)
+            let chain = try chains.changing(target.number, verb: "preset save")
+            let values = try chains.values(chain, [])
             guard let directory = PresetStore.directory, let path = PresetStore.path(name) else {
                 throw CLIError("neither XDG_CONFIG_HOME nor HOME is set: nowhere to save presets")
             }
             if FileManager.default.fileExists(atPath: path) && !force { throw CLIError("preset \(path) exists; use --force to replace it") }
             // Only what differs from the defaults: loading puts everything else back to its default anyway.
             // Bypass is a momentary switch, not part of a sound.
-            let settings = Settings(chain.values.filter { $0.0 != .bypass && $0.1 != $0.0.spec.defaultValue }.map { Assignment($0.0, $0.1) })
+            let settings = Settings(values.filter { $0.0 != .bypass && $0.1 != $0.0.spec.defaultValue }.map { Assignment($0.0, $0.1) })
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            try settings.text(comment: "hear preset \(name), saved from chain \(chain.chain) (\(ChainName.name(chain.chain)))")
+            try settings.text(comment: "hear preset \(name), saved from chain \(chain) (\(ChainName.name(chain)))")
                 .write(toFile: path, atomically: true, encoding: .utf8)
-            print("saved \(path)")
+            if output.json {
+                Output.json(["preset": name, "path": path, "chain": chain, "name": ChainName.name(chain), "state": chains.state(chain)])
+            } else {
+                print("saved chain \(Chains.describe(chain)) as preset \(name): \(path)")
+            }
         }
     }
 
     struct Load: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Load a preset into the running filter (parameters it does not name go to their defaults; bypass is left as it is).")
+            abstract: "Load a preset into a chain (parameters it does not name go to their defaults; bypass is left as it is).",
+            discussion: "With more than one chain, name it with --chain. A suspended chain takes the preset when it starts.")
         @Argument(help: "Preset name.") var name: String
-        @OptionGroup var target: ChainOption
+        @OptionGroup var target: ChangeOption
+        @OptionGroup var output: JSONOption
 
         func run() throws {
-            let (settings, _) = try PresetStore.find(name)
+            let (settings, source) = try PresetStore.find(name)
             // Every parameter but bypass: the preset's value or the default, so the result never depends on what came before.
             let complete = Preset.complete(settings)
-            _ = try Target(target).each(.set(chain: target.number, assignments: complete))
+            let chains = try Chains(timeout: target.timeout)
+            let chain = try chains.changing(target.number, verb: "preset load")
+            var changes: StateFile.Changes = [:]
+            for assignment in complete { changes[assignment.parameter] = .some(assignment.value) }
+            let result = try chains.change(chain, request: .set(chain: chain, assignments: complete), saving: changes,
+                                           show: settings.assignments.map(\.parameter))
+            Output.change(result, json: output.json, summary: "loaded preset \(name) (\(source == "built-in" ? "built-in" : source))")
         }
     }
 
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Delete a user preset.")
         @Argument(help: "Preset name.") var name: String
+        @OptionGroup var output: JSONOption
 
         func run() throws {
             try PresetStore.checkName(name)
@@ -132,6 +146,7 @@ struct PresetCommand: ParsableCommand {
                 throw CLIError("no user preset named '\(name)'")
             }
             try FileManager.default.removeItem(atPath: path)
+            if output.json { Output.json(["preset": name, "deleted": path]) } else { print("deleted preset \(name): \(path)") }
         }
     }
 }

@@ -1,5 +1,5 @@
-// hearctl as a user meets it: help texts, exit codes (0 success, 1 error, 2 usage), --json shapes,
-// presets and completions.
+// hearctl as a user meets it: help texts, exit codes (0 success, 1 error, 2 usage, 3 not running,
+// 4 timeout), --json shapes, presets and completions.
 
 import Foundation
 import HearDSP
@@ -11,16 +11,27 @@ import Testing
         let help = try sandbox.hearctl("--help")
         #expect(help.status == 0)
         for text in ["USAGE: hearctl <subcommand>", "status", "list", "get", "set", "bypass", "reset", "preset", "meter",
-                     "Exit status: 0 success, 1 error, 2 usage, 3 timeout", "hearctl set gain 6"] {
-            #expect(help.stdout.contains(text), "--help lacks '\(text)'")
+                     "Exit status (every verb):", "  0  success", "  1  error:", "  2  usage:", "  3  not running:", "  4  timeout:",
+                     "needs --chain mic|speaker|N", "hearctl set --chain mic gain 6",
+                     "  2  usage: unknown verb, option or parameter; a bad value, unit or range;\n     a change without --chain while several chains exist\n"] {
+            #expect(help.stdout.contains(text), "--help lacks '\(text)':\n\(help.stdout)")
         }
         let set = try sandbox.hearctl("set", "--help")
         #expect(set.status == 0)
-        for text in ["USAGE: hearctl set", "--chain <chain>", "--timeout <seconds>", "--sync", "hearctl set gain 6dB", "switches take on/off"] {
+        for text in ["USAGE: hearctl set", "--chain <chain>", "--timeout <seconds>", "--sync", "--json", "hearctl set --chain mic gain 6dB",
+                     "switches take on/off", "Hz, kHz or k", "ms or s", "Needed when more than one"] {
             #expect(set.stdout.contains(text), "set --help lacks '\(text)':\n\(set.stdout)")
         }
         let meter = try sandbox.hearctl("meter", "--help")
-        #expect(meter.stdout.contains("--once") && meter.stdout.contains("--json"))
+        #expect(meter.stdout.contains("--once") && meter.stdout.contains("--json") && meter.stdout.contains("without escape codes"))
+        let reset = try sandbox.hearctl("reset", "--help")
+        #expect(reset.stdout.contains("the value the chain's PipeWire drop-in gives it"), "\(reset.stdout)")
+        for verb in ["status", "list", "get", "set", "bypass", "reset", "meter"] {
+            #expect(try sandbox.hearctl(verb, "--help").stdout.contains("--json"), "\(verb) --help lacks --json")
+        }
+        for verb in ["save", "load", "delete", "list", "show"] {
+            #expect(try sandbox.hearctl("preset", verb, "--help").stdout.contains("--json"), "preset \(verb) --help lacks --json")
+        }
         let preset = try sandbox.hearctl("preset", "--help")
         for text in ["list", "show", "save", "load", "delete", "voice-call", "noisy-room", "podcast", "gentle"] {
             #expect(preset.stdout.contains(text), "preset --help lacks '\(text)'")
@@ -32,7 +43,7 @@ import Testing
     @Test func exitCodesWithoutARunningFilter() throws {
         let sandbox = try Sandbox()
         let none = try sandbox.hearctl("status")
-        #expect(none.status == 1)
+        #expect(none.status == 3)
         #expect(none.stderr.contains("no running hear filter found") && none.stderr.contains("pipewire.conf.d"), "\(none.stderr)")
         for arguments in [["frobnicate"], ["set"], ["set", "gain"], ["bypass", "maybe"], ["get", "--chain", "kitchen"],
                           ["meter", "--interval", "0"]] {
@@ -41,10 +52,18 @@ import Testing
             #expect(result.stderr.contains("Usage") || result.stderr.contains("USAGE"), "\(arguments): \(result.stderr)")
         }
         let unknown = try sandbox.hearctl("set", "gian", "3")
-        #expect(unknown.status == 1 && unknown.stderr.contains("did you mean gain"), "\(unknown.stderr)")
+        #expect(unknown.status == 2 && unknown.stderr.contains("did you mean gain"), "\(unknown.stderr)")
         let range = try sandbox.hearctl("set", "comp.ratio", "40")
-        #expect(range.status == 1 && range.stderr.contains("comp.ratio must be between 1:1 and 16:1; got 40:1; nothing was changed"),
+        #expect(range.status == 2 && range.stderr.contains("comp.ratio must be between 1:1 and 16:1; got 40:1; nothing was changed"),
                 "\(range.stderr)")
+        let unit = try sandbox.hearctl("set", "gain", "1kHz")
+        #expect(unit.status == 2 && unit.stderr.contains("gain takes a level in dB, and '1kHz' is a frequency"), "\(unit.stderr)")
+        // Not running: every verb says so with status 3.
+        for arguments in [["list"], ["get", "gain"], ["set", "gain", "1"], ["bypass", "on"], ["reset"], ["meter", "--once"],
+                          ["preset", "load", "gentle"], ["preset", "save", "x"]] {
+            let result = try run(Built.hearctl, arguments, environment: sandbox.environment)
+            #expect(result.status == 3 && result.stderr.contains("no running hear filter found"), "\(arguments): \(result.status) \(result.stderr)")
+        }
         let completion = try sandbox.hearctl("--generate-completion-script", "bash")
         #expect(completion.status == 0 && completion.stdout.contains("hearctl") && completion.stdout.contains("preset"))
     }
@@ -91,8 +110,12 @@ import Testing
 
         let text = try sandbox.hearctl("status")
         #expect(text.status == 0 && text.stdout.hasPrefix("CHAIN") && text.stdout.contains("1 (mic)") && text.stdout.contains("48000 Hz"))
+        #expect(text.stdout.contains("running") && text.stdout.contains("COMP GR"), "\(text.stdout)")
         let table = try sandbox.hearctl("list")
         #expect(table.stdout.split(separator: "\n").count == 1 + Parameter.count && table.stdout.contains("comp.ratio"))
+        // Both fit 80 columns (stdout is a pipe here); before, they were 162 and 166 wide.
+        for line in (text.stdout + table.stdout).split(separator: "\n") { #expect(line.count <= 80, "\(line.count) columns: \(line)") }
+        #expect(table.stdout.contains("comp.ratio       4") && table.stdout.contains("1..16:1"), "\(table.stdout)")
 
         // bypass and reset
         #expect(try sandbox.hearctl("bypass", "on").status == 0)
@@ -137,6 +160,130 @@ import Testing
         #expect(try sandbox.hearctl("preset", "load", "mine").status == 1)
         #expect(try sandbox.hearctl("preset", "delete", "podcast").stderr.contains("built-in"))
         #expect(try sandbox.hearctl("preset", "save", "../evil").status == 1)
+        _ = try host.stop()
+    }
+
+    /// Issue 15 item 6: with two chains a change needs --chain (usage error, nothing changes), and
+    /// the reply names the chain it changed; reading verbs show both.
+    @Test func aChangeNeedsItsChainWhenSeveralExistAndTheReplyNamesIt() throws {
+        let sandbox = try Sandbox()
+        let mic = try HostProcess(sandbox, chain: 1)
+        let speaker = try HostProcess(sandbox, chain: 2, label: "hear_stereo")
+        try sandbox.waitForInstance(chain: 1)
+        try sandbox.waitForInstance(chain: 2)
+        for arguments in [["set", "gain", "3"], ["bypass", "on"], ["reset"], ["reset", "gain"], ["preset", "load", "gentle"],
+                          ["preset", "save", "both"], ["set", "gain", "3", "--json"]] {
+            let result = try run(Built.hearctl, arguments, environment: sandbox.environment)
+            #expect(result.status == 2 && result.stderr.contains("2 chains exist (mic (1) running, speaker (2) running)")
+                    && result.stderr.contains("--chain mic or --chain speaker"), "\(arguments): \(result.status) \(result.stderr)")
+            #expect(result.stdout.isEmpty)
+        }
+        for chain in [1, 2] {
+            #expect(try sandbox.value("gain", chain: chain) == 0 && sandbox.value("bypass", chain: chain) == 0)
+            #expect(try sandbox.value("comp.ratio", chain: chain) == 4)
+        }
+        let set = try sandbox.hearctl("set", "--chain", "mic", "gain", "3", "eq.peak2.freq", "2.5k")
+        #expect(set.status == 0 && set.stdout == "chain 1 (mic): gain = 3 dB, eq.peak2.freq = 2500 Hz\n", "\(set.stdout)\(set.stderr)")
+        #expect(try sandbox.value("gain", chain: 1) == 3 && sandbox.value("gain", chain: 2) == 0)
+
+        let bypass = try sandbox.hearctlJSON("bypass", "on", "--chain", "speaker")
+        #expect(bypass["chain"] as? Int == 2 && bypass["name"] as? String == "speaker" && bypass["state"] as? String == "running")
+        #expect(bypass["instances"] as? Int == 1 && (bypass["values"] as? [String: Double]) == ["bypass": 1], "\(bypass)")
+        #expect(try sandbox.value("bypass", chain: 1) == 0 && sandbox.value("bypass", chain: 2) == 1)
+
+        let load = try sandbox.hearctl("preset", "load", "gentle", "--chain", "2")
+        #expect(load.status == 0 && load.stdout == "chain 2 (speaker): loaded preset gentle (built-in)\n", "\(load.stdout)\(load.stderr)")
+        #expect(try sandbox.value("comp.ratio", chain: 2) == 2 && sandbox.value("comp.ratio", chain: 1) == 4)
+        let reset = try sandbox.hearctlJSON("reset", "gain", "--chain", "mic")
+        #expect(reset["chain"] as? Int == 1 && (reset["values"] as? [String: Double]) == ["gain": 0], "\(reset)")
+        #expect(try sandbox.value("gain", chain: 1) == 0)
+
+        // Reading verbs show every chain.
+        let get = try sandbox.hearctl("get", "comp.ratio")
+        #expect(get.stdout == "[mic] comp.ratio = 4:1\n[speaker] comp.ratio = 2:1\n", "\(get.stdout)")
+        _ = try mic.stop()
+        _ = try speaker.stop()
+    }
+
+    /// Issue 15 items 5 and 7: a chain the drop-in configures but no process runs (PipeWire
+    /// suspended it) shows as suspended, reads as idle in `meter`, keeps changes in its state file
+    /// and takes them when it starts; `reset` goes back to the drop-in's values.
+    @Test func aSuspendedChainKeepsChangesUntilItStartsAndResetGoesToTheDropIn() throws {
+        let sandbox = try Sandbox()
+        let controls: [String: Float] = ["gain": 2, "comp.ratio": 3, "eq.hp.freq": 100, "ns.enable": 0]
+        let dropIn = try sandbox.writeDropIn(chain: 1, controls: controls)
+
+        let status = try sandbox.hearctl("status")
+        #expect(status.status == 0 && status.stdout.split(separator: "\n").contains { $0.hasPrefix("1 (mic)") && $0.contains("suspended") },
+                "\(status.stdout)\(status.stderr)")
+        let statusJSON = try sandbox.hearctlJSON("status")
+        let chains = try #require(statusJSON["chains"] as? [[String: Any]])
+        #expect(chains.count == 1 && chains[0]["state"] as? String == "suspended" && chains[0]["dropIn"] as? String == dropIn)
+        let meter = try sandbox.hearctl("meter", "--once")
+        #expect(meter.status == 0 && meter.stdout == "chain 1 (mic): idle (suspended: PipeWire starts it when an app uses it)\n",
+                "\(meter.stdout)\(meter.stderr)")
+        #expect(try sandbox.hearctl("get", "gain", "comp.ratio").stdout == "gain = 2 dB\ncomp.ratio = 3:1\n")
+
+        let set = try sandbox.hearctl("set", "gain", "5", "eq.peak2.freq", "2.5kHz")
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(set.stdout.hasPrefix("chain 1 (mic) is suspended: gain = 5 dB, eq.peak2.freq = 2500 Hz; saved in \(sandbox.stateFile(chain: 1))"),
+                "\(set.stdout)")
+        let saved = try String(contentsOfFile: sandbox.stateFile(chain: 1), encoding: .utf8)
+        #expect(saved.contains("gain = 5\n") && saved.contains("eq.peak2.freq = 2500\n"), "\(saved)")
+        let get = try sandbox.hearctlJSON("get", "gain")
+        #expect((get["chains"] as? [[String: Any]])?.first?["state"] as? String == "suspended")
+        #expect(try sandbox.value("gain", chain: 1) == 5)
+        // A reset while suspended forgets the saved value: the chain starts at the drop-in's.
+        #expect(try sandbox.hearctl("set", "comp.ratio", "8").status == 0)
+        #expect(try sandbox.hearctl("reset", "comp.ratio").status == 0)
+        #expect(try !String(contentsOfFile: sandbox.stateFile(chain: 1), encoding: .utf8).contains("comp.ratio"))
+
+        // PipeWire starts the chain: the instance has the config's controls, then the saved values on top.
+        let host = try HostProcess(sandbox, chain: 1, controls: controls)
+        try sandbox.waitForInstance(chain: 1)
+        usleep(200_000)
+        #expect(try sandbox.value("gain", chain: 1) == 5 && sandbox.value("eq.peak2.freq", chain: 1) == 2500)
+        #expect(try sandbox.value("comp.ratio", chain: 1) == 3)
+        #expect(try sandbox.hearctlJSON("status")["chains"].flatMap { ($0 as? [[String: Any]])?.first?["state"] as? String } == "running")
+
+        // reset goes back to the drop-in's values, not the plugin's defaults (gain 0, comp.ratio 4, eq.hp.freq 80).
+        #expect(try sandbox.hearctl("set", "comp.ratio", "6", "eq.hp.freq", "200", "comp.knee", "12").status == 0)
+        let reset = try sandbox.hearctl("reset", "gain", "comp.ratio")
+        #expect(reset.status == 0 && reset.stdout == "chain 1 (mic): gain = 2 dB, comp.ratio = 3:1\n", "\(reset.stdout)\(reset.stderr)")
+        #expect(try sandbox.value("gain", chain: 1) == 2 && sandbox.value("comp.ratio", chain: 1) == 3)
+        #expect(try sandbox.value("eq.hp.freq", chain: 1) == 200)
+        let all = try sandbox.hearctl("reset")
+        #expect(all.stdout == "chain 1 (mic): every parameter back to the values of \(dropIn)\n", "\(all.stdout)")
+        #expect(try sandbox.value("eq.hp.freq", chain: 1) == 100 && sandbox.value("comp.knee", chain: 1) == 6)
+        #expect(try sandbox.value("eq.peak2.freq", chain: 1) == 1500)
+        _ = try host.stop()
+        let after = try String(contentsOfFile: sandbox.stateFile(chain: 1), encoding: .utf8)
+        #expect(!after.contains("gain") && !after.contains("comp.ratio"), "reset values stay saved:\n\(after)")
+    }
+
+    /// Issue 15 item 9: values rounded to their precision, JSON without float noise, --json on
+    /// changes, units checked on input, and no escape codes into a pipe.
+    @Test func outputIsRoundedUnitsAreCheckedAndPipesGetNoEscapeCodes() throws {
+        let sandbox = try Sandbox()
+        let host = try HostProcess(sandbox, chain: 1)
+        try sandbox.waitForInstance(chain: 1)
+        #expect(try sandbox.hearctl("set", "eq.low.freq", "200.00002", "gain", "0.1").status == 0)
+        #expect(try sandbox.hearctl("get", "eq.low.freq", "gain").stdout == "eq.low.freq = 200 Hz\ngain = 0.1 dB\n")
+        let raw = try sandbox.hearctl("get", "gain", "--json").stdout
+        #expect(raw.contains("\"gain\" : 0.1\n") && !raw.contains("0.100000"), "\(raw)")
+        let list = try sandbox.hearctl("list", "--json").stdout
+        #expect(!list.contains("0.100000") && !list.contains("200.0000"), "\(list.prefix(400))")
+
+        let set = try sandbox.hearctlJSON("set", "eq.peak1.freq", "1k", "comp.release", "0.2s", "comp.threshold", "-30dB")
+        #expect(set["chain"] as? Int == 1 && set["state"] as? String == "running")
+        #expect(set["values"] as? [String: Double] == ["eq.peak1.freq": 1000, "comp.release": 200, "comp.threshold": -30], "\(set)")
+        let wrong = try sandbox.hearctl("set", "eq.peak1.freq", "800", "gain", "1kHz")
+        #expect(wrong.status == 2 && wrong.stderr.contains("'1kHz' is a frequency"), "\(wrong.stderr)")
+        #expect(try sandbox.value("eq.peak1.freq", chain: 1) == 1000)  // nothing changed
+
+        let meter = try run(Built.hearctl, ["meter", "--interval", "0.1"], environment: sandbox.environment, timeout: 1.5)
+        #expect(!meter.stdout.contains("\u{1B}"), "escape codes into a pipe")
+        #expect(meter.stdout.components(separatedBy: "comp GR").count >= 3, "\(meter.stdout)")
         _ = try host.stop()
     }
 }

@@ -249,7 +249,7 @@ import TestSupport
         #expect(try sandbox.value("gain", chain: 1) == -3)
         #expect(try sandbox.value("gain", chain: 2) == 0)
         let missing = try sandbox.hearctl("set", "--chain", "7", "gain", "1")
-        #expect(missing.status == 1 && missing.stderr.contains("no running instance of chain 7"), "\(missing.stderr)")
+        #expect(missing.status == 3 && missing.stderr.contains("chain 7 (chain7) neither runs nor is configured"), "\(missing.stderr)")
         _ = try mic.stop()
         _ = try speaker.stop()
         #expect(sandbox.sockets.isEmpty, "sockets left behind: \(sandbox.sockets)")

@@ -129,6 +129,6 @@ import Testing
         #expect(try sandbox.hearctl("fit", "--dry-run", "--left", "1000:30", "--right", "1000:30", "--max-gain", "50").status == 2)
         // Without --dry-run and no filter running: an error that says what to do.
         let none = try sandbox.hearctl("fit", "--left", "1000:30", "--right", "1000:30")
-        #expect(none.status == 1 && none.stderr.contains("no running hear filter"), "\(none.stderr)")
+        #expect(none.status == 3 && none.stderr.contains("no running hear filter"), "\(none.stderr)")
     }
 }

@@ -111,6 +111,32 @@ extension Sandbox {
         return object
     }
 
+    /// A filter-chain drop-in for `chain` in $XDG_CONFIG_HOME/pipewire/pipewire.conf.d, as a desktop has
+    /// one: hearctl reads it to know the chain while PipeWire has it suspended, and `reset` goes back to its values.
+    @discardableResult
+    func writeDropIn(chain: Int, label: String = "hear_mono", controls: [String: Float]) throws -> String {
+        let directory = config + "/pipewire/pipewire.conf.d"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let lines = controls.sorted { $0.key < $1.key }.map { "                \"\($0.key)\" = \($0.value)" }.joined(separator: "\n")
+        let path = directory + "/hear-chain\(chain).conf"
+        try """
+            # hear chain \(chain), as a test writes it
+            context.modules = [
+              { name = libpipewire-module-filter-chain
+                args = {
+                  node.description = "hear test chain \(chain)"
+                  filter.graph = { nodes = [ { type = ladspa  name = hear  plugin = "\(PluginPath.built)"  label = \(label)
+                    control = {
+                        "chain" = \(chain)
+            \(lines)
+                    } } ] }
+                }
+              }
+            ]
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     /// The value of one parameter on one chain, as `hearctl get --json` reports it.
     func value(_ key: String, chain: Int) throws -> Double? {
         let object = try hearctlJSON("get", key, "--chain", String(chain))

@@ -394,7 +394,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     // MARK: 16-19. hearctl against hostile or broken servers
 
     /// Item 16: a server that greets and then trickles its reply a byte every half second, or never
-    /// greets, makes hearctl give up after its deadline with exit status 3.
+    /// greets, makes hearctl give up after its deadline with exit status 4 (timeout).
     @Test func item16HearctlGivesUpOnASlowServerWithExitStatus3() throws {
         let sandbox = try Sandbox()
         try Plant.directory(sandbox.runtime, mode: 0o700)
@@ -411,14 +411,14 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
             let result = try run(Built.hearctl, arguments, environment: sandbox.environment, timeout: 20)
             let took = monotonicNow() - started
             print("hearctl \(arguments.joined(separator: " ")) against a trickling server: exit \(result.status) after \(String(format: "%.1f", took)) s")
-            #expect(result.status == 3, "exit \(result.status): \(result.stderr)")
+            #expect(result.status == 4, "exit \(result.status): \(result.stderr)")
             #expect(result.stderr.contains("did not send a reply within"), "\(result.stderr)")
             #expect(took < (arguments.contains("--timeout") ? 3 : 4))
         }
         trickler.stop()
         let silent = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: getpid())) { _, _ in usleep(5_000_000) }
         let result = try run(Built.hearctl, ["status", "--timeout", "1"], environment: sandbox.environment, timeout: 20)
-        #expect(result.status == 3 && result.stderr.contains("did not send its greeting within 1 s"), "exit \(result.status): \(result.stderr)")
+        #expect(result.status == 4 && result.stderr.contains("did not send its greeting within 1 s"), "exit \(result.status): \(result.stderr)")
         silent.stop()
     }
 

@@ -133,7 +133,7 @@ import TestSupport
                                         name: "gained", before: {
             try session.waitForInstance(chain: "mic")
             try session.hearctl("set", "--chain", "mic", "bypass", "off", "ns.enable", "off", "eq.enable", "off", "comp.enable", "off")
-            try session.hearctl("set", "gain", "6")
+            try session.hearctl("set", "--chain", "mic", "gain", "6")
         })
         #expect(try session.hearctl("get", "--chain", "mic", "gain").contains("6"))
         try bypassed.expectLouder(gained, by: 6, "hearctl set gain 6")
@@ -167,6 +167,34 @@ import TestSupport
         let chains = (json["pipewire"] as? [String: Any])?["chains"] as? [[String: Any]] ?? []
         #expect(chains.map { $0["node"] as? String } == ["hear_microphone", "hear_speaker"], "\(json)")
         #expect(chains.map { $0["rate"] as? Int } == [48000, 48000])
+    }
+
+    /// Issue 15 items 5-7 in a real PipeWire: the microphone chain sleeps until an app records
+    /// from it (no plugin instance, so no control socket knows it). hearctl shows it suspended,
+    /// refuses an unscoped change while two chains exist, keeps a change for it in its state file,
+    /// and the chain has the change once an app records; reset goes back to the drop-in's values.
+    @Test func aSuspendedChainTakesItsSettingsWhenItStarts() throws {
+        let session = try PipeWireSession(name: "hearctl-suspended")
+        defer { session.stop() }
+        let hearctl = Repository.url(".build/release/hearctl").path
+        let status = try session.hearctl("status")
+        #expect(status.split(separator: "\n").contains { $0.hasPrefix("1 (mic)") && $0.contains("suspended") }, "\(status)")
+        let unscoped = try session.processes.run(hearctl, ["set", "gain", "3"], check: false)
+        #expect(unscoped.status == 2 && unscoped.output.contains("--chain mic or --chain speaker"), "\(unscoped.output)")
+        let set = try session.hearctl("set", "--chain", "mic", "gain", "5", "comp.ratio", "6")
+        #expect(set.hasPrefix("chain 1 (mic) is suspended: gain = 5 dB, comp.ratio = 6:1"), "\(set)")
+        #expect(try session.hearctl("meter", "--once", "--chain", "mic").contains("idle"))
+
+        try session.processes.start("pw-record", ["--target", "hear_microphone", session.file("mic.wav").path], log: "record")
+        try session.waitForInstance(chain: "mic")
+        func value(_ key: String) throws -> Double? {
+            let json = try JSONSerialization.jsonObject(with: Data(session.hearctl("get", "--chain", "mic", key, "--json").utf8)) as? [String: Any]
+            return ((json?["chains"] as? [[String: Any]])?.first?["values"] as? [String: Any])?[key] as? Double
+        }
+        #expect(try value("gain") == 5 && value("comp.ratio") == 6)
+        // The drop-in (conf.d/pipewire/hear-microphone.conf) sets comp.ratio 3 and no gain.
+        #expect(try session.hearctl("reset", "--chain", "mic", "comp.ratio", "gain").contains("chain 1 (mic): comp.ratio = 3:1, gain = 0 dB\n"))
+        #expect(try value("comp.ratio") == 3 && value("gain") == 0)
     }
 
     /// At 44.1 and 96 kHz: a 3 kHz tone through gain 6 and a +6 dB peak at 3 kHz comes out 12 dB

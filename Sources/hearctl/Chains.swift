@@ -1,0 +1,194 @@
+// Which chains exist, and the one a change goes to.
+//
+// A chain exists when a control socket reports an instance of it (running, or idle: the host
+// holds it but does not run it), or when a PipeWire drop-in configures it (HearControl/DropIns:
+// a filter-chain node with label hear_mono/hear_stereo or plugin libhear.so; its "chain" control
+// is the number). A configured chain without an instance is suspended: PipeWire's filter-chain
+// drops the plugin while the node sleeps and makes a new instance when an app uses it. Changes
+// to a suspended chain go to its state file ($XDG_STATE_HOME/hear/<chain>.conf, the one the plugin
+// saves to and restores from at instantiate), so they apply when it starts.
+//
+// One rule for every change (set, bypass, reset, preset load): with one chain, it goes there;
+// with more than one (running or suspended), it needs --chain, else it is a usage error (exit 2)
+// that names them. Reading verbs (status, list, get, meter) show every chain without --chain.
+
+import Foundation
+import Glibc
+import HearControl
+import HearDSP
+import HearSystem
+
+/// The chains the drop-ins configure, by number (a later directory's drop-in wins).
+enum ConfiguredChains {
+    static func load() -> [Int: ConfiguredChain] {
+        var result: [Int: ConfiguredChain] = [:]
+        for directory in DropIns.directories(environment: Discovery.environment) {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
+            for name in names.filter({ $0.hasSuffix(".conf") }).sorted() {
+                let path = directory + "/" + name
+                guard let bytes = try? Syscall.readRegularFile(path, limit: 1 << 20) else { continue }
+                for chain in DropIns.chains(in: String(decoding: bytes, as: UTF8.self), path: path) { result[chain.chain] = chain }
+            }
+        }
+        return result
+    }
+}
+
+/// A chain's state file, edited while no instance of the chain runs (the plugin's StateStore
+/// edits it while one does): same lock file, same merge, same atomic write.
+enum StateFile {
+    /// A value to save, or nil to forget the parameter.
+    typealias Changes = [Parameter: Float?]
+
+    static var directory: String? { SettingsPath.stateDirectory(environment: Discovery.environment) }
+
+    static func path(_ chain: Int) -> String? { directory.map { $0 + "/" + SettingsPath.stateFileName(chain: chain) } }
+
+    /// The saved settings (good lines only).
+    static func read(_ chain: Int) -> Settings {
+        guard let path = path(chain), let bytes = try? Syscall.readRegularFile(path, limit: 1 << 16) else { return Settings() }
+        return Settings.parseTolerant(String(decoding: bytes, as: UTF8.self)).settings
+    }
+
+    /// Applies `changes` to the file under its lock; returns its path.
+    @discardableResult
+    static func update(_ chain: Int, _ changes: Changes) throws -> String {
+        guard let directory, let path = path(chain) else {
+            throw CLIError("settings cannot be saved: neither XDG_STATE_HOME nor HOME is set")
+        }
+        do {
+            try Syscall.makeDirectories(directory, mode: 0o700)
+            var lock = try Syscall.tryLock(path + ".lock")
+            let deadline = Syscall.now() + 2
+            while lock == nil && Syscall.now() < deadline {
+                usleep(10_000)
+                lock = try Syscall.tryLock(path + ".lock")
+            }
+            guard let held = lock else { throw CLIError("\(path) is being saved by another process; try again") }
+            defer { Syscall.unlock(held) }
+            var settings = Settings()
+            if let bytes = try Syscall.readRegularFile(path, limit: 1 << 16) {
+                let (good, errors) = Settings.parseTolerant(String(decoding: bytes, as: UTF8.self))
+                settings = good
+                // As the plugin does: a damaged file is kept aside, its good lines written back.
+                if !errors.isEmpty { try Syscall.rename(path, path + ".bad") }
+            }
+            for (parameter, value) in changes { settings[parameter] = value }
+            let text = settings.text(comment: "hear settings for chain \(chain) (\(ChainName.name(chain))), saved by hearctl while the chain was suspended.\n"
+                                     + "Edit with hearctl; lines that do not parse are moved aside to \(SettingsPath.stateFileName(chain: chain)).bad.")
+            try Syscall.writeFileAtomically(path, directory: directory, bytes: Array(text.utf8))
+        } catch let error as SystemError {
+            throw CLIError("could not save settings to \(path): \(error)")
+        }
+        return path
+    }
+}
+
+/// What a change did, for the reply.
+struct ChangeResult {
+    let chain: Int
+    /// "running" (sent to its instances) or "suspended" (saved for when it starts).
+    let state: String
+    let instances: Int
+    /// The values the changed parameters now have (or will start with).
+    let values: [(Parameter, Float)]
+    /// The state file written for a suspended chain.
+    let saved: String?
+}
+
+struct Chains {
+    let target: Target
+    let statuses: [(pid: Int32, status: InstanceStatus, notices: [String])]
+    let configured: [Int: ConfiguredChain]
+
+    /// Every server, its instances, and the drop-ins. No server is fine when a drop-in configures a chain.
+    init(timeout: Double) throws {
+        target = try Target(chain: nil, timeout: timeout, required: false)
+        statuses = try target.statuses()
+        configured = ConfiguredChains.load()
+    }
+
+    init(_ option: ChainOption) throws { try self.init(timeout: option.timeout) }
+
+    var running: [Int] { Array(Swift.Set(statuses.map(\.status.chain).filter { $0 >= 0 })).sorted() }
+    var known: [Int] { Array(Swift.Set(running + configured.keys)).sorted() }
+    func isRunning(_ chain: Int) -> Bool { statuses.contains { $0.status.chain == chain } }
+    func state(_ chain: Int) -> String { isRunning(chain) ? "running" : "suspended" }
+
+    static func describe(_ chain: Int) -> String { "\(chain) (\(ChainName.name(chain)))" }
+
+    var summary: String {
+        known.map { "\(ChainName.name($0)) (\($0)) \(state($0))" }.joined(separator: ", ")
+    }
+
+    /// The chains a reading verb shows: the one named, else every known chain.
+    func reading(_ chain: Int?) throws -> [Int] {
+        if known.isEmpty { throw Discovery.notRunning() }
+        guard let chain else { return known }
+        guard known.contains(chain) else { throw unknown(chain) }
+        return [chain]
+    }
+
+    /// The one chain a change goes to (see the rule at the top of this file).
+    func changing(_ chain: Int?, verb: String) throws -> Int {
+        if known.isEmpty { throw Discovery.notRunning() }
+        if let chain {
+            guard known.contains(chain) else { throw unknown(chain) }
+            return chain
+        }
+        if known.count == 1 { return known[0] }
+        let names = known.map { "--chain \(ChainName.name($0))" }.joined(separator: " or ")
+        throw CLIError("\(known.count) chains exist (\(summary)): say which one `\(verb)` changes with \(names)", code: ExitStatus.usage)
+    }
+
+    func unknown(_ chain: Int) -> CLIError {
+        CLIError("chain \(Self.describe(chain)) neither runs nor is configured in a PipeWire drop-in; chains: \(summary)",
+                 code: ExitStatus.notRunning)
+    }
+
+    /// A chain's values: from its instances while it runs, else what it will start with (the
+    /// drop-in's values, with the saved ones on top).
+    func values(_ chain: Int, _ parameters: [Parameter]) throws -> [(Parameter, Float)] {
+        let wanted = parameters.isEmpty ? Parameter.allCases : parameters
+        if isRunning(chain) {
+            let reading = Target(chain: chain, connections: target.connections)
+            if let found = try reading.values(parameters).first(where: { $0.chain == chain }) { return found.values }
+        }
+        let saved = StateFile.read(chain)
+        let dropIn = configured[chain]
+        return wanted.map { ($0, saved[$0] ?? dropIn?.configured($0) ?? $0.spec.defaultValue) }
+    }
+
+    /// The value `reset` returns a parameter to: the drop-in's, else the schema default.
+    func configuredValue(_ chain: Int, _ parameter: Parameter) -> Float {
+        configured[chain]?.configured(parameter) ?? parameter.spec.defaultValue
+    }
+
+    /// Sends `request` to the chain's instances, or saves `changes` for it while it is suspended.
+    func change(_ chain: Int, request: Request, saving changes: StateFile.Changes, show parameters: [Parameter]) throws -> ChangeResult {
+        if isRunning(chain) {
+            let sending = Target(chain: chain, connections: target.connections)
+            let replies = try sending.each(request)
+            let instances = replies.reduce(0) { $0 + (Int($1.1.okFields.first { $0.name == "instances" }?.value ?? "") ?? 0) }
+            return ChangeResult(chain: chain, state: "running", instances: instances, values: try values(chain, parameters),
+                                saved: nil)
+        }
+        let path = try StateFile.update(chain, changes)
+        return ChangeResult(chain: chain, state: "suspended", instances: 0, values: try values(chain, parameters), saved: path)
+    }
+}
+
+extension Chains {
+    /// Waits until every process hosting `chain` has its changes on disk.
+    func sync(_ chain: Int) throws {
+        let pids = Swift.Set(statuses.filter { $0.status.chain == chain }.map(\.pid))
+        for connection in target.connections where pids.contains(connection.pid) { _ = try connection.send(.sync) }
+    }
+}
+
+extension Target {
+    init(chain: Int?, connections: [Connection]) {
+        self.chain = chain
+        self.connections = connections
+    }
+}
