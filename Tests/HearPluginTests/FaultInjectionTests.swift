@@ -444,10 +444,21 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     @Test func item18HearctlTrustsOnlyItsOwnDirectorySocketAndPeer() throws {
         let sandbox = try Sandbox()
         try Plant.directory(sandbox.runtime, mode: 0o777)
+        // A server with one instance of chain 1: hearctl asks for its status first, to know the chains.
+        let instance = InstanceStatus(id: 1, chain: 1, label: "hear_mono", sampleRate: 48000, channels: 1, latency: 256, uptime: 1,
+                                      bypassed: false, inputPeak: -20, inputRMS: -23, outputPeak: -20, outputRMS: -23,
+                                      compressorReduction: 0, limiterReduction: 0, noiseFloor: nil, speechProbability: nil)
         let fake = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: getpid())) { client, server in
             FakeServer.greet(client)
-            _ = server.readRequest(client)
-            FakeServer.send(client, "ok instances=1\n")
+            while let request = server.readRequest(client) {
+                if request.hasPrefix("status") {
+                    FakeServer.send(client, ReplyLine.record(instance.record).line + "\nok instances=1\n")
+                } else if request.hasPrefix("get") {
+                    FakeServer.send(client, "value chain=1 key=gain value=12\nok\n")
+                } else {
+                    FakeServer.send(client, "ok instances=1\n")
+                }
+            }
         }
         let open = try run(Built.hearctl, ["set", "gain", "12"], environment: sandbox.environment)
         #expect(open.status == 1 && open.stderr.contains("writable by others"), "exit \(open.status): \(open.stderr)")
