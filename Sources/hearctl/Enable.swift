@@ -245,7 +245,7 @@ extension Hearctl {
                   hearctl disable speaker
                 """)
 
-        @Argument(help: "mic or speaker (default: both).") var chain: DropInChain?
+        @Argument(help: "The chain to turn off (both when none is named).") var chain: DropInChain?
         @Flag(name: .customLong("no-restart"), help: "Only remove the drop-ins; PipeWire drops the chains when it next starts.") var noRestart = false
 
         func run() throws {

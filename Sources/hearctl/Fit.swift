@@ -87,17 +87,19 @@ extension Hearctl {
         var left: String
         @Option(name: .long, help: ArgumentHelp("Right ear thresholds (same form).", valueName: "Hz:dBHL,..."))
         var right: String
-        @Option(name: .long, help: "Prescription rule: nal-r or half-gain.")
+        @Option(name: .long, help: "Prescription rule: NAL-R, or half the loss as gain.")
         var rule: FittingRule = .nalR
         @Option(name: .customLong("max-gain"), help: ArgumentHelp("Most gain any band may get (mb.maxgain), 0 to 40 dB.", valueName: "dB"))
         var maxGain: Double = Double(Parameter.mbMaxGain.spec.defaultValue)
         @Option(name: .long, help: ArgumentHelp("Also write the plot as an SVG file.", valueName: "file"))
         var svg: String?
-        @Option(name: .long, help: ArgumentHelp("Save the fitted settings as this user preset.", valueName: "name"))
+        @Option(name: .long, help: ArgumentHelp("Save the fitted settings as this user preset.", valueName: "name"),
+                completion: Complete.userPresets)
         var preset = "hearing"
         @Flag(name: .customLong("dry-run"), help: "Compute, print and plot the fit for a 48 kHz chain at its defaults; apply and save nothing.")
         var dryRun = false
-        @Option(name: .long, help: ArgumentHelp("The chain to fit: a number or a name (default: speaker).", valueName: "chain"))
+        @Option(name: .long, help: ArgumentHelp("The chain to fit: a number or a name.", valueName: "chain"),
+                completion: Complete.chains)
         var chain = "speaker"
         @Option(name: .long, help: ArgumentHelp("Seconds to wait for each server (exit status 4 when one does not answer).", valueName: "seconds"))
         var timeout: Double = 2

@@ -43,7 +43,7 @@ struct Hearctl: ParsableCommand {
 /// --chain and --timeout: for reading commands the chain is optional (every chain by default).
 struct ChainOption: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Only this chain: a number or a name (default, mic, speaker, chainN). Default: every chain.",
-                                            valueName: "chain"))
+                                            valueName: "chain"), completion: Complete.chains)
     var chain: String?
 
     @Option(name: .long, help: ArgumentHelp("Seconds to wait for each server to connect and to answer each request (exit status 4 when one does not).",
@@ -65,7 +65,7 @@ struct ChainOption: ParsableArguments {
 /// --chain and --timeout for a change: the chain is needed when more than one exists.
 struct ChangeOption: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The chain to change: a number or a name (default, mic, speaker, chainN). Needed when more than one chain exists.",
-                                            valueName: "chain"))
+                                            valueName: "chain"), completion: Complete.chains)
     var chain: String?
 
     @Option(name: .long, help: ArgumentHelp("Seconds to wait for each server to connect and to answer each request (exit status 4 when one does not).",
@@ -159,7 +159,8 @@ extension Hearctl {
             abstract: "Print parameter values (every parameter when none is named).",
             discussion: "A suspended chain shows the values it starts with. Example: hearctl get gain comp.ratio")
 
-        @Argument(help: ArgumentHelp("Parameter keys, e.g. gain, comp.ratio (see `hearctl list`).", valueName: "param"))
+        @Argument(help: ArgumentHelp("Parameter keys, e.g. gain, comp.ratio (see `hearctl list`).", valueName: "param"),
+                  completion: Complete.parameterKeys)
         var parameters: [String] = []
         @OptionGroup var target: ChainOption
         @OptionGroup var output: JSONOption
@@ -200,7 +201,8 @@ extension Hearctl {
                   hearctl set --sync gain 6
                 """)
 
-        @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Parameter and value pairs.", valueName: "param value"))
+        @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Parameter and value pairs.", valueName: "param value"),
+                  completion: Complete.setPairs)
         var pairs: [String] = []
         @OptionGroup var target: ChangeOption
         @Flag(name: .long, help: "Return only once the new values are saved on disk.") var sync = false
@@ -266,7 +268,7 @@ extension Hearctl {
 
         enum State: String, ExpressibleByArgument, CaseIterable { case on, off }
 
-        @Argument(help: "on or off.") var state: State
+        @Argument(help: "on: pass audio through; off: process it.") var state: State
         @OptionGroup var target: ChangeOption
         @OptionGroup var output: JSONOption
 
@@ -289,7 +291,7 @@ extension Hearctl {
                 more than one chain, name it with --chain.
                 """)
 
-        @Argument(help: ArgumentHelp("Parameter keys.", valueName: "param")) var parameters: [String] = []
+        @Argument(help: ArgumentHelp("Parameter keys.", valueName: "param"), completion: Complete.parameterKeys) var parameters: [String] = []
         @OptionGroup var target: ChangeOption
         @OptionGroup var output: JSONOption
 

@@ -67,7 +67,7 @@ struct PresetCommand: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print a preset's settings (every other parameter is at its default).")
-        @Argument(help: "Preset name.") var name: String
+        @Argument(help: "Preset name.", completion: Complete.presets) var name: String
         @OptionGroup var output: JSONOption
 
         func run() throws {
@@ -84,7 +84,7 @@ struct PresetCommand: ParsableCommand {
     struct Save: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Save a chain's settings as a user preset (with more than one chain, name it with --chain).")
-        @Argument(help: "Preset name.") var name: String
+        @Argument(help: "Preset name.", completion: Complete.userPresets) var name: String
         @OptionGroup var target: ChangeOption
         @Flag(name: .long, help: "Replace an existing user preset.") var force = false
         @OptionGroup var output: JSONOption
@@ -116,7 +116,7 @@ struct PresetCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Load a preset into a chain (parameters it does not name go to their defaults; bypass is left as it is).",
             discussion: "With more than one chain, name it with --chain. A suspended chain takes the preset when it starts.")
-        @Argument(help: "Preset name.") var name: String
+        @Argument(help: "Preset name.", completion: Complete.presets) var name: String
         @OptionGroup var target: ChangeOption
         @OptionGroup var output: JSONOption
 
@@ -136,7 +136,7 @@ struct PresetCommand: ParsableCommand {
 
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Delete a user preset.")
-        @Argument(help: "Preset name.") var name: String
+        @Argument(help: "Preset name.", completion: Complete.userPresets) var name: String
         @OptionGroup var output: JSONOption
 
         func run() throws {
