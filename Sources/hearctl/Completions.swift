@@ -24,6 +24,13 @@ enum Complete {
     /// `set PARAM VALUE ...`: a key where a key goes, a switch's settings where its value goes.
     static let setPairs = CompletionKind.custom { words, index, _ in setPair(words, index) }
 
+    /// `device set mic|speaker DEVICE`: the names of the devices of that kind, and `default`.
+    static let devices = CompletionKind.custom { words, _, _ in
+        guard let verb = words.firstIndex(of: "set"), verb + 1 < words.count, let chain = DropInChain(rawValue: words[verb + 1])
+        else { return [] }
+        return ["default"] + Devices().candidates(chain).map(\.name)
+    }
+
     static func chainNames() -> [String] {
         var numbers = Swift.Set(ConfiguredChains.load().keys)
         if let chains = try? Chains(timeout: 0.5) { numbers.formUnion(chains.running) }

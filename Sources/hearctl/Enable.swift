@@ -203,7 +203,7 @@ extension Hearctl {
             let path = directory + "/" + chain.fileName
             let text = Installation.dropIn(template.text, plugin: plugin)
             if let existing = try? String(contentsOfFile: path, encoding: .utf8) {
-                if existing == text {
+                if DeviceDropIn.withoutChoices(existing) == text {
                     print("\(chain.rawValue) is already enabled: \(path) (nothing changed)")
                     return
                 }

@@ -36,7 +36,7 @@ struct Hearctl: ParsableCommand {
             """,
         version: "hearctl 0.1.0 (protocol \(Protocol.tag))",
         subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Reset.self, PresetCommand.self, Meter.self, Fit.self,
-                      Enable.self, Disable.self]
+                      Device.self, Enable.self, Disable.self]
     )
 }
 
@@ -116,6 +116,9 @@ extension Hearctl {
                                                              "state": chains.isRunning(number) ? "running" : (idle.first { $0.chain == number }?.state ?? "suspended"),
                                                              "instances": statuses.filter { $0.status.chain == number }.count]
                                  if let dropIn = chains.configured[number] { entry["dropIn"] = dropIn.path }
+                                 let node = graph.chains.first { $0.number == number }
+                                 entry["device"] = Devices.chosen(number, configured: chains.configured[number], graph: node) ?? NSNull()
+                                 entry["linkedDevice"] = node?.device?.name ?? NSNull()
                                  return entry
                              },
                              "pipewire": graph.jsonObject])
@@ -124,6 +127,15 @@ extension Hearctl {
             print(Output.statusTable(statuses.map { ($0.pid, $0.status) }, idle: idle))
             for notice in notices { print("notice: \(notice)") }
             print("\n" + Output.fit(graph.summary) + (graph.chains.isEmpty ? "" : "\n" + graph.table))
+            // The device each chain is set to (`hearctl device set`), or that it follows the default.
+            for number in shown {
+                let node = graph.chains.first { $0.number == number }
+                guard chains.configured[number] != nil, let kind = Devices.kind(number, configured: chains.configured[number], graph: node)
+                else { continue }
+                let chosen = Devices.chosen(number, configured: chains.configured[number], graph: node)
+                print(Output.fit("device of \(Chains.describe(number)): " + (chosen.map { "\($0) (hearctl device set)" }
+                                                                             ?? "the default \(kind.deviceWord)")))
+            }
         }
     }
 

@@ -29,6 +29,10 @@ struct PipeWireGraph {
         let controls: Node
         /// What the chain captures from (a source chain) or plays to (a sink chain), if linked.
         let device: Node?
+        /// The filter's stream that faces the device (the one WirePlumber links; `device set` targets it).
+        let stream: Node?
+        /// Every node of the filter-chain (its link group).
+        let members: Set<Int>
         var direction: String { node.mediaClass == "Audio/Source" ? "from" : "to" }
         var state: String { node.state ?? controls.state ?? "?" }
         var rate: Int? { controls.rate ?? node.rate }
@@ -40,6 +44,8 @@ struct PipeWireGraph {
     var nodes: [Int: Node] = [:]
     var links: [(output: Int, input: Int)] = []
     var settings: [String: String] = [:]
+    /// Subject-0 entries of the "default" metadata (default.audio.sink, default.audio.source, ...).
+    var defaults: [String: String] = [:]
     /// Show only this chain (hearctl status --chain).
     var only: Int?
 
@@ -83,7 +89,9 @@ struct PipeWireGraph {
             case "state": if let id, fields.count > 2 { nodes[id]?.state = fields[2] }
             case "control": if let id, fields.count > 3, let value = Double(fields[3]) { nodes[id]?.controls[fields[2]] = value }
             case "format": if let id, fields.count > 2 { nodes[id]?.rate = Int(fields[2]) }
-            case "meta": if fields.count > 3, fields[1] == "settings" { settings[fields[2]] = fields[3] }
+            case "meta":
+                if fields.count > 3, fields[1] == "settings" { settings[fields[2]] = fields[3] }
+                if fields.count > 3, fields[1] == "default" { defaults[fields[2]] = fields[3] }
             default: continue
             }
         }
@@ -115,7 +123,10 @@ struct PipeWireGraph {
             } else {
                 device = links.first { memberIDs.contains($0.output) && !memberIDs.contains($0.input) }.flatMap { nodes[$0.input] }
             }
-            result.append(Chain(number: number, node: node, controls: controlNode, device: device))
+            let stream = members.first { $0.mediaClass.hasPrefix("Stream/") && $0.id != node.id }
+                ?? members.first { !$0.isDevice && $0.id != node.id && $0.id != controlNode.id }
+                ?? (controlNode.id != node.id ? controlNode : nil)
+            result.append(Chain(number: number, node: node, controls: controlNode, device: device, stream: stream, members: memberIDs))
         }
         return result.filter { only == nil || $0.number == only }.sorted { ($0.number, $0.node.id) < ($1.number, $1.node.id) }
     }

@@ -11,6 +11,10 @@
 //   format  <id> <rate> <channels>      a node's negotiated audio format
 //   meta    <metadata> <key> <value>    subject-0 entries of the "settings" and "default" metadata
 //   error   <where> <message>           the snapshot is incomplete (no daemon, a timeout)
+//
+// hear_pw_set_default_metadata sets (or, with a NULL value, removes) one entry of the "default"
+// metadata, as `pw-metadata` does: `hearctl device set` sets a stream node's target.object there
+// so that WirePlumber re-links it at once.
 #ifndef HEAR_CPIPEWIRE_SHIM_H
 #define HEAR_CPIPEWIRE_SHIM_H
 
@@ -265,6 +269,96 @@ static inline int hear_pw_take_snapshot(hear_pw_emit_fn emit, void *context, int
     pw_context_destroy(pw_context);
     pw_main_loop_destroy(s.loop);
     return 0;
+}
+
+// MARK: Setting one entry of the "default" metadata
+
+struct hear_pw_setter {
+    struct pw_main_loop *loop;
+    struct pw_core *core;
+    struct pw_registry *registry;
+    struct pw_metadata *metadata;
+    struct spa_hook core_listener;
+    struct spa_hook registry_listener;
+    int pending;
+    int stage;   // 0: listing globals, 1: the entry was set and a sync sent after it
+    int result;
+};
+
+static inline void hear_pw_setter_global(void *data, uint32_t id, uint32_t permissions, const char *type,
+                                         uint32_t version, const struct spa_dict *props) {
+    struct hear_pw_setter *s = (struct hear_pw_setter *)data;
+    (void)permissions; (void)version;
+    if (s->metadata != NULL || strcmp(type, PW_TYPE_INTERFACE_Metadata) != 0 || props == NULL) return;
+    const char *name = spa_dict_lookup(props, PW_KEY_METADATA_NAME);
+    if (name == NULL || strcmp(name, "default") != 0) return;
+    s->metadata = (struct pw_metadata *)pw_registry_bind(s->registry, id, PW_TYPE_INTERFACE_Metadata, PW_VERSION_METADATA, 0);
+}
+
+static inline void hear_pw_setter_done(void *data, uint32_t id, int seq) {
+    struct hear_pw_setter *s = (struct hear_pw_setter *)data;
+    if (id == PW_ID_CORE && seq == s->pending) pw_main_loop_quit(s->loop);
+}
+
+static inline void hear_pw_setter_error(void *data, uint32_t id, int seq, int res, const char *message) {
+    struct hear_pw_setter *s = (struct hear_pw_setter *)data;
+    (void)seq; (void)message;
+    if (id == PW_ID_CORE || s->stage == 1) { s->result = res < 0 ? res : -EIO; pw_main_loop_quit(s->loop); }
+}
+
+static inline void hear_pw_setter_timeout(void *data, uint64_t expirations) {
+    struct hear_pw_setter *s = (struct hear_pw_setter *)data;
+    (void)expirations;
+    s->result = -ETIMEDOUT;
+    pw_main_loop_quit(s->loop);
+}
+
+/// Sets `key` of `subject` in the "default" metadata to `value` (type `type`, may be NULL), or
+/// removes it when `value` is NULL. Returns 0, -ENOENT when there is no "default" metadata (no
+/// session manager), or another negative errno (no daemon, a refusal, a timeout).
+static inline int hear_pw_set_default_metadata(uint32_t subject, const char *key, const char *type, const char *value,
+                                               int timeout_ms) {
+    struct hear_pw_setter s;
+    memset(&s, 0, sizeof s);
+    pw_init(NULL, NULL);
+    s.loop = pw_main_loop_new(NULL);
+    if (s.loop == NULL) return -errno;
+    struct pw_context *context = pw_context_new(pw_main_loop_get_loop(s.loop), NULL, 0);
+    if (context == NULL) { int err = -errno; pw_main_loop_destroy(s.loop); return err; }
+    s.core = pw_context_connect(context, NULL, 0);
+    if (s.core == NULL) { int err = -errno; pw_context_destroy(context); pw_main_loop_destroy(s.loop); return err; }
+    static const struct pw_core_events core_events = {
+        PW_VERSION_CORE_EVENTS, .done = hear_pw_setter_done, .error = hear_pw_setter_error,
+    };
+    static const struct pw_registry_events registry_events = {
+        PW_VERSION_REGISTRY_EVENTS, .global = hear_pw_setter_global,
+    };
+    pw_core_add_listener(s.core, &s.core_listener, &core_events, &s);
+    s.registry = pw_core_get_registry(s.core, PW_VERSION_REGISTRY, 0);
+    pw_registry_add_listener(s.registry, &s.registry_listener, &registry_events, &s);
+    struct spa_source *timer = pw_loop_add_timer(pw_main_loop_get_loop(s.loop), hear_pw_setter_timeout, &s);
+    struct timespec when = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L }, interval = { 0, 0 };
+    pw_loop_update_timer(pw_main_loop_get_loop(s.loop), timer, &when, &interval, false);
+
+    // Every global arrives before the answer to the first sync.
+    s.pending = pw_core_sync(s.core, PW_ID_CORE, 0);
+    pw_main_loop_run(s.loop);
+    if (s.result == 0 && s.metadata == NULL) s.result = -ENOENT;
+    if (s.result == 0) {
+        s.stage = 1;
+        pw_metadata_set_property(s.metadata, subject, key, value != NULL ? type : NULL, value);
+        // The answer to this sync comes after the daemon has handled the change (or sent an error).
+        s.pending = pw_core_sync(s.core, PW_ID_CORE, s.pending);
+        pw_main_loop_run(s.loop);
+    }
+    if (s.metadata != NULL) pw_proxy_destroy((struct pw_proxy *)s.metadata);
+    spa_hook_remove(&s.registry_listener);
+    pw_proxy_destroy((struct pw_proxy *)s.registry);
+    spa_hook_remove(&s.core_listener);
+    pw_core_disconnect(s.core);
+    pw_context_destroy(context);
+    pw_main_loop_destroy(s.loop);
+    return s.result;
 }
 
 #endif

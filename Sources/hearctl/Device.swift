@@ -1,0 +1,378 @@
+// hearctl device list / device set mic|speaker DEVICE|default: which microphone the mic chain
+// records from and which output the speaker chain plays to. By default a chain follows the
+// default device (WirePlumber links the filter's stream to it). A chosen device is kept as
+// `target.object = "<node.name>"` in the chain's drop-in (capture.props of the microphone chain,
+// playback.props of the speaker chain), which PipeWire gives the stream when it starts, and is
+// applied at once by setting target.object on the stream node in PipeWire's "default" metadata
+// (as `pw-metadata` or pavucontrol's move do), which makes WirePlumber re-link it; `default`
+// removes the line and sets the metadata to -1 (follow the default). A device that does not exist
+// is a usage error that lists the candidates and changes nothing.
+
+import ArgumentParser
+import CPipeWire
+import Foundation
+import Glibc
+import HearControl
+import HearSystem
+
+extension DropInChain {
+    /// The PipeWire media classes of the devices this chain can use.
+    var deviceClasses: [String] { self == .mic ? ["Audio/Source", "Audio/Source/Virtual"] : ["Audio/Sink"] }
+    /// The side of the filter-chain that faces the device, in the drop-in.
+    var deviceSide: String { self == .mic ? "capture.props" : "playback.props" }
+    /// WirePlumber's default for this kind ("default" metadata).
+    var defaultKey: String { self == .mic ? "default.audio.source" : "default.audio.sink" }
+    var deviceWord: String { self == .mic ? "microphone" : "speaker" }
+}
+
+/// Reading and writing `target.object` in one `<side> = { ... }` block of a drop-in, leaving
+/// every other byte as it is.
+enum DeviceDropIn {
+    /// Ends the line hearctl writes, so that `enable` knows it for the user's choice, not an edit.
+    static func marker(_ chain: DropInChain) -> String { "# hearctl device set \(chain.rawValue)" }
+
+    /// For each byte: true when it is code (neither in a `#` comment nor in a quoted string).
+    static func codeMask(_ bytes: [UInt8]) -> [Bool] {
+        var mask = [Bool](repeating: true, count: bytes.count)
+        var index = 0
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "#"):
+                while index < bytes.count && bytes[index] != UInt8(ascii: "\n") { mask[index] = false; index += 1 }
+            case UInt8(ascii: "\""):
+                mask[index] = false
+                index += 1
+                while index < bytes.count && bytes[index] != UInt8(ascii: "\"") {
+                    mask[index] = false
+                    if bytes[index] == UInt8(ascii: "\\") && index + 1 < bytes.count { index += 1; mask[index] = false }
+                    index += 1
+                }
+                if index < bytes.count { mask[index] = false; index += 1 }
+            default: index += 1
+            }
+        }
+        return mask
+    }
+
+    /// The offsets of the `{` and `}` of the first `<side> = { ... }` block.
+    static func block(_ bytes: [UInt8], side: String) -> (open: Int, close: Int)? {
+        let key = Array(side.utf8)
+        let mask = codeMask(bytes)
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        var index = 0
+        while index + key.count <= bytes.count {
+            defer { index += 1 }
+            guard mask[index], Array(bytes[index..<index + key.count]) == key,
+                  index == 0 || isSpace(bytes[index - 1]) || bytes[index - 1] == UInt8(ascii: "{") else { continue }
+            var position = index + key.count
+            while position < bytes.count && isSpace(bytes[position]) { position += 1 }
+            if position < bytes.count && (bytes[position] == UInt8(ascii: "=") || bytes[position] == UInt8(ascii: ":")) { position += 1 }
+            while position < bytes.count && isSpace(bytes[position]) { position += 1 }
+            guard position < bytes.count, bytes[position] == UInt8(ascii: "{") else { continue }
+            var depth = 0
+            for close in position..<bytes.count where mask[close] {
+                if bytes[close] == UInt8(ascii: "{") { depth += 1 }
+                if bytes[close] == UInt8(ascii: "}") { depth -= 1; if depth == 0 { return (position, close) } }
+            }
+            return nil
+        }
+        return nil
+    }
+
+    /// The lines (start, end offsets, end without the newline) between `open` and `close`.
+    static func lines(_ bytes: [UInt8], from start: Int, to end: Int) -> [(start: Int, end: Int)] {
+        var result: [(Int, Int)] = []
+        var lineStart = start
+        for index in start..<end where bytes[index] == UInt8(ascii: "\n") {
+            result.append((lineStart, index))
+            lineStart = index + 1
+        }
+        result.append((lineStart, end))
+        return result
+    }
+
+    /// The value of a `target.object = ...` line, if this line is one.
+    static func targetValue(_ line: ArraySlice<UInt8>) -> String? {
+        var rest = line.drop { $0 == 0x20 || $0 == 0x09 }
+        for key in ["target.object", "\"target.object\""] where rest.starts(with: Array(key.utf8)) {
+            rest = rest.dropFirst(key.utf8.count)
+            guard let first = rest.first, first == 0x20 || first == 0x09 || first == UInt8(ascii: "=") || first == UInt8(ascii: ":")
+            else { return nil }
+            rest = rest.drop { $0 == 0x20 || $0 == 0x09 || $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: ":") }
+            if rest.first == UInt8(ascii: "\"") {
+                var value: [UInt8] = []
+                var iterator = rest.dropFirst().makeIterator()
+                while let byte = iterator.next(), byte != UInt8(ascii: "\"") {
+                    value.append(byte == UInt8(ascii: "\\") ? (iterator.next() ?? byte) : byte)
+                }
+                return String(decoding: value, as: UTF8.self)
+            }
+            let value = rest.prefix { !($0 == 0x20 || $0 == 0x09 || $0 == UInt8(ascii: "#") || $0 == UInt8(ascii: "}")) }
+            return value.isEmpty ? nil : String(decoding: value, as: UTF8.self)
+        }
+        return nil
+    }
+
+    /// The device the drop-in names for the chain's device side, if any.
+    static func target(_ text: String, chain: DropInChain) -> String? {
+        let bytes = Array(text.utf8)
+        guard let block = block(bytes, side: chain.deviceSide) else { return nil }
+        for line in lines(bytes, from: block.open + 1, to: block.close) {
+            if let value = targetValue(bytes[line.start..<line.end]) { return value }
+        }
+        return nil
+    }
+
+    /// The text with the chain's device set to `device` (nil: no target.object line, the default
+    /// is followed). Throws when the block is missing or on one line (then the user edits it).
+    static func setting(_ text: String, chain: DropInChain, to device: String?, path: String) throws -> String {
+        let bytes = Array(text.utf8)
+        guard let block = block(bytes, side: chain.deviceSide) else {
+            throw CLIError("\(path) has no \(chain.deviceSide) = { ... } block: add `target.object = \"NAME\"` to the filter's \(chain.deviceSide) by hand. Nothing was changed")
+        }
+        guard bytes[block.open..<block.close].contains(UInt8(ascii: "\n")) else {
+            throw CLIError("\(path) has \(chain.deviceSide) on one line: add or remove `target.object = \"NAME\"` there by hand. Nothing was changed")
+        }
+        let inner = lines(bytes, from: block.open + 1, to: block.close)
+        var output = Array(bytes[0...block.open])
+        var indent: [UInt8]?
+        for (number, line) in inner.enumerated() {
+            let slice = bytes[line.start..<line.end]
+            let isLast = number == inner.count - 1
+            let newline: [UInt8] = isLast ? [] : [0x0A]
+            if !isLast && indent == nil && slice.contains(where: { $0 != 0x20 && $0 != 0x09 }) && line.start > block.open + 1 {
+                indent = Array(slice.prefix { $0 == 0x20 || $0 == 0x09 })
+            }
+            if targetValue(slice) != nil { continue }  // the old choice goes (every line of it)
+            if isLast, let device {
+                // The new line goes before the closing brace's line, indented as the block's first entry.
+                let closing = Array(slice.prefix { $0 == 0x20 || $0 == 0x09 })
+                let quoted = device.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                output += (indent ?? closing + Array("    ".utf8)) + Array("target.object = \"\(quoted)\"   \(marker(chain))\n".utf8)
+            }
+            output += Array(slice) + newline
+        }
+        output += Array(bytes[block.close...])
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// The text without the lines `device set` writes (so that `enable` still sees its own drop-in).
+    static func withoutChoices(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { line in !DropInChain.allCases.contains { line.hasSuffix(marker($0)) && targetValue(ArraySlice(Array(line.utf8))) != nil } }
+            .joined(separator: "\n")
+    }
+}
+
+/// The devices PipeWire has for a chain, and the chains as PipeWire shows them.
+struct Devices {
+    let graph: PipeWireGraph
+    let configured: [Int: ConfiguredChain]
+
+    init() {
+        graph = PipeWireGraph.snapshot()
+        configured = ConfiguredChains.load()
+    }
+
+    /// Nodes of any hear chain: never a device for a chain (a chain recording itself would loop).
+    var chainNodes: Set<Int> { graph.chains.reduce(into: Set<Int>()) { $0.formUnion($1.members) } }
+
+    func candidates(_ chain: DropInChain) -> [PipeWireGraph.Node] {
+        let own = chainNodes
+        return graph.nodes.values.filter { chain.deviceClasses.contains($0.mediaClass) && !own.contains($0.id) }.sorted { $0.id < $1.id }
+    }
+
+    /// The default device's node.name ("default" metadata: {"name": "..."}).
+    func defaultName(_ chain: DropInChain) -> String? {
+        guard let value = graph.defaults[chain.defaultKey],
+              let object = try? JSONSerialization.jsonObject(with: Data(value.utf8)) as? [String: Any] else { return nil }
+        return object["name"] as? String
+    }
+
+    /// The chain number the drop-in for `chain` configures: the user's file, else any configured
+    /// chain of that kind (1 mic, 2 speaker).
+    static func number(_ chain: DropInChain, dropIn: String?) -> Int {
+        if let dropIn, let found = DropIns.chains(in: dropIn, path: "").first { return found.chain }
+        return chain == .mic ? 1 : 2
+    }
+
+    /// Whether chain `number` is a microphone or a speaker chain: by its drop-in's file name, else
+    /// by its node in PipeWire, else by its number.
+    static func kind(_ number: Int, configured: ConfiguredChain?, graph: PipeWireGraph.Chain?) -> DropInChain? {
+        if let path = configured?.path, let kind = DropInChain.allCases.first(where: { path.hasSuffix("/" + $0.fileName) }) { return kind }
+        if let graph { return graph.node.mediaClass == "Audio/Source" ? .mic : .speaker }
+        return number == 1 ? .mic : number == 2 ? .speaker : nil
+    }
+
+    /// The device chain `number` is set to in its drop-in (nil: it follows the default).
+    static func chosen(_ number: Int, configured: ConfiguredChain?, graph: PipeWireGraph.Chain?) -> String? {
+        guard let configured, let kind = kind(number, configured: configured, graph: graph),
+              let bytes = try? Syscall.readRegularFile(configured.path, limit: 1 << 20) else { return nil }
+        return DeviceDropIn.target(String(decoding: bytes, as: UTF8.self), chain: kind)
+    }
+
+    func graphChain(_ number: Int) -> PipeWireGraph.Chain? { graph.chains.first { $0.number == number } }
+
+    /// `name`, a node id or a description (exact, else the one that contains it, ignoring case).
+    func resolve(_ text: String, for chain: DropInChain) throws -> PipeWireGraph.Node {
+        let candidates = candidates(chain)
+        let list = candidates.isEmpty ? "PipeWire has none" : "\(chain.deviceWord)s: " + candidates.map(Self.describe).joined(separator: ", ")
+        if let id = Int(text), let node = candidates.first(where: { $0.id == id }) { return node }
+        if let node = candidates.first(where: { $0.name == text }) { return node }
+        let lower = text.lowercased()
+        let exact = candidates.filter { $0.description?.lowercased() == lower }
+        if exact.count == 1 { return exact[0] }
+        let partial = candidates.filter { $0.name.lowercased().contains(lower) || ($0.description?.lowercased().contains(lower) ?? false) }
+        if partial.count == 1 && !lower.isEmpty { return partial[0] }
+        if partial.count > 1 {
+            throw CLIError("'\(text)' matches \(partial.count) \(chain.deviceWord)s: \(partial.map(Self.describe).joined(separator: ", ")); give its name or id. Nothing was changed",
+                           code: ExitStatus.usage)
+        }
+        throw CLIError("no \(chain.deviceWord) '\(text)' in PipeWire; \(list). Nothing was changed", code: ExitStatus.usage)
+    }
+
+    static func describe(_ node: PipeWireGraph.Node) -> String {
+        "\(node.name) (id \(node.id)" + (node.description.map { ", \"\($0)\"" } ?? "") + ")"
+    }
+}
+
+extension Hearctl {
+    struct Device: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the microphones and speakers, or choose the one a chain uses.",
+            discussion: """
+                A chain follows the default microphone (mic) or speaker (speaker) until you choose \
+                one; the choice is kept in the chain's drop-in as target.object and applied at once. \
+                Examples:
+                  hearctl device list
+                  hearctl device set mic alsa_input.usb-Headset-00.mono-fallback
+                  hearctl device set speaker "Built-in Audio Analog Stereo"
+                  hearctl device set mic default
+                """,
+            subcommands: [ListDevices.self, SetDevice.self])
+
+        struct ListDevices: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "list",
+                abstract: "List PipeWire's microphones and speakers: the default, the one each chain is linked to, the one chosen.")
+            @OptionGroup var output: JSONOption
+
+            func run() throws {
+                let devices = Devices()
+                guard devices.graph.running else {
+                    throw CLIError("PipeWire is not running here (\(devices.graph.error ?? "no daemon")): no devices to list", code: ExitStatus.notRunning)
+                }
+                var rows: [[String: Any]] = []
+                for kind in DropInChain.allCases {
+                    let userDropIn = try? String(contentsOfFile: try Installation.userDropInDirectory() + "/" + kind.fileName, encoding: .utf8)
+                    let number = Devices.number(kind, dropIn: userDropIn)
+                    let chosen = userDropIn.flatMap { DeviceDropIn.target($0, chain: kind) }
+                    let linked = devices.graphChain(number)?.device?.id
+                    for node in devices.candidates(kind) {
+                        var row: [String: Any] = ["kind": kind.rawValue, "id": node.id, "name": node.name, "mediaClass": node.mediaClass,
+                                                  "default": node.name == devices.defaultName(kind),
+                                                  "linked": node.id == linked, "chosen": node.name == chosen]
+                        row["description"] = node.description ?? NSNull()
+                        if node.id == linked || node.name == chosen { row["chain"] = number }
+                        rows.append(row)
+                    }
+                }
+                if output.json {
+                    Output.json(["devices": rows,
+                                 "defaults": ["mic": devices.defaultName(.mic).map { $0 as Any } ?? NSNull(), "speaker": devices.defaultName(.speaker).map { $0 as Any } ?? NSNull()]])
+                    return
+                }
+                var table = [["KIND", "ID", "NAME", "USE", "DESCRIPTION"]]
+                for row in rows {
+                    let kind = row["kind"] as? String ?? ""
+                    var use: [String] = []
+                    if row["default"] as? Bool == true { use.append("default") }
+                    if row["linked"] as? Bool == true { use.append("\(kind) chain") }
+                    if row["chosen"] as? Bool == true { use.append("chosen") }
+                    table.append([kind, "\(row["id"] as? Int ?? 0)", row["name"] as? String ?? "", use.isEmpty ? "-" : use.joined(separator: ", "),
+                                  row["description"] as? String ?? "-"])
+                }
+                print(Output.table(table))
+            }
+        }
+
+        struct SetDevice: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "set",
+                abstract: "Choose the device a chain records from (mic) or plays to (speaker); default follows the default device again.",
+                discussion: """
+                    DEVICE is a node name, id or description as `hearctl device list` shows them (a part of \
+                    one that fits a single device will do). Writes target.object into the \(DropInChain.mic.deviceSide) \
+                    (mic) or \(DropInChain.speaker.deviceSide) (speaker) of your drop-in (`hearctl enable` \
+                    writes it), then re-links the running chain through PipeWire's metadata, without a restart.
+                    """)
+
+            @Argument(help: "mic or speaker.") var chain: DropInChain
+            @Argument(help: ArgumentHelp("A device's name, id or description, or `default`.", valueName: "device"),
+                      completion: Complete.devices) var device: String
+            @OptionGroup var output: JSONOption
+
+            func run() throws {
+                let directory = try Installation.userDropInDirectory()
+                let path = directory + "/" + chain.fileName
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                    let system = Installation.systemDropIns(chain).first.map { " (\($0) enables it for every user; hearctl edits only yours)" } ?? ""
+                    throw CLIError("\(chain.rawValue) is not enabled for you: no \(path)\(system); `hearctl enable \(chain.rawValue)` writes it. Nothing was changed",
+                                   code: ExitStatus.notRunning)
+                }
+                let devices = Devices()
+                let following = device.lowercased() == "default"
+                var node: PipeWireGraph.Node?
+                if !following {
+                    guard devices.graph.running else {
+                        throw CLIError("PipeWire is not running here (\(devices.graph.error ?? "no daemon")): cannot check '\(device)'. Nothing was changed",
+                                       code: ExitStatus.notRunning)
+                    }
+                    node = try devices.resolve(device, for: chain)
+                }
+                // The drop-in first (everything is checked before it is written), then the running chain.
+                let edited = try DeviceDropIn.setting(text, chain: chain, to: node?.name, path: path)
+                if edited != text {
+                    let mode = (try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? 0o644
+                    do { try Syscall.writeFileAtomically(path, directory: directory, bytes: Array(edited.utf8)) } catch {
+                        throw CLIError("cannot write \(path): \(error)")
+                    }
+                    chmod(path, mode_t(mode))
+                }
+                let number = Devices.number(chain, dropIn: text)
+                var live = "PipeWire is not running: the chain takes it when PipeWire starts"
+                var applied = false
+                if devices.graph.running {
+                    if let stream = devices.graphChain(number)?.stream {
+                        // The node's serial is what WirePlumber matches first; -1 follows the default.
+                        let value = node.map { $0.props["object.serial"] ?? $0.name } ?? "-1"
+                        let result = hear_pw_set_default_metadata(UInt32(stream.id), "target.object", "Spa:Id", value, 3000)
+                        if result == 0 {
+                            applied = true
+                            live = "re-linked \(stream.name) (node \(stream.id)) through PipeWire's metadata"
+                        } else {
+                            live = "could not re-link the running chain (\(String(cString: strerror(-result)))): `systemctl --user restart pipewire` applies the drop-in"
+                        }
+                    } else {
+                        live = "PipeWire has no node of chain \(Chains.describe(number)) now: it takes the drop-in when PipeWire next starts"
+                    }
+                }
+                if output.json {
+                    var object: [String: Any] = ["chain": number, "name": chain.rawValue, "dropIn": path, "applied": applied,
+                                                 "device": node?.name ?? NSNull(), "follows": following ? "default" : "device"]
+                    if let node { object["id"] = node.id; object["description"] = node.description ?? NSNull() }
+                    Output.json(object)
+                    return
+                }
+                if let node {
+                    print("chain \(Chains.describe(number)) \(chain == .mic ? "records from" : "plays to") \(Devices.describe(node))")
+                } else {
+                    print("chain \(Chains.describe(number)) follows the default \(chain.deviceWord)"
+                          + (devices.defaultName(chain).map { " (now \($0))" } ?? ""))
+                }
+                print(edited == text ? "\(path) already said so" : "saved in \(path)")
+                print(live)
+            }
+        }
+    }
+}
