@@ -1,11 +1,11 @@
-// README's parameter table is generated from the schema. This test fails when they drift;
-// `HEAR_UPDATE_README=1 make test` rewrites the table between its markers.
+// docs/PARAMETERS.md's parameter table is generated from the schema. This test fails when they
+// drift; `HEAR_UPDATE_DOCS=1 make test` rewrites the table between its markers.
 
 import Foundation
 import HearDSP
 import Testing
 
-@Suite struct ReadmeTests {
+@Suite struct ParameterDocsTests {
     static let begin = "<!-- parameters:begin (generated from Sources/HearDSP/Parameters.swift) -->"
     static let end = "<!-- parameters:end -->"
 
@@ -25,16 +25,16 @@ import Testing
 
     @Test func parameterTableMatchesTheSchema() throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("README.md")
-        let readme = try String(contentsOf: url, encoding: .utf8)
-        let start = try #require(readme.range(of: Self.begin), "README.md has no parameter table marker")
-        let stop = try #require(readme.range(of: Self.end, range: start.upperBound..<readme.endIndex))
-        let current = readme[start.upperBound..<stop.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
-        if ProcessInfo.processInfo.environment["HEAR_UPDATE_README"] == "1" {
-            let updated = readme.replacingCharacters(in: start.upperBound..<stop.lowerBound, with: "\n" + Self.table + "\n")
+            .deletingLastPathComponent().appendingPathComponent("docs/PARAMETERS.md")
+        let document = try String(contentsOf: url, encoding: .utf8)
+        let start = try #require(document.range(of: Self.begin), "docs/PARAMETERS.md has no parameter table marker")
+        let stop = try #require(document.range(of: Self.end, range: start.upperBound..<document.endIndex))
+        let current = document[start.upperBound..<stop.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
+        if ProcessInfo.processInfo.environment["HEAR_UPDATE_DOCS"] == "1" {
+            let updated = document.replacingCharacters(in: start.upperBound..<stop.lowerBound, with: "\n" + Self.table + "\n")
             try updated.write(to: url, atomically: true, encoding: .utf8)
             return
         }
-        #expect(current == Self.table, "README.md's table is out of date; run HEAR_UPDATE_README=1 make test")
+        #expect(current == Self.table, "docs/PARAMETERS.md's table is out of date; run HEAR_UPDATE_DOCS=1 make test")
     }
 }
