@@ -48,7 +48,7 @@ import Testing
 
         let keys = Parameter.allCases.map(\.key).sorted()
         let verbs = try complete(sandbox, script: script, [""])
-        for verb in ["status", "list", "get", "set", "bypass", "reset", "preset", "meter", "fit", "enable", "disable"] {
+        for verb in ["status", "list", "get", "set", "bypass", "reset", "preset", "meter", "fit", "device", "enable", "disable"] {
             #expect(verbs.contains(verb), "verbs: \(verbs)")
         }
         #expect(try complete(sandbox, script: script, ["s"]) == ["set", "status"])
@@ -74,6 +74,8 @@ import Testing
         }
         #expect(try complete(sandbox, script: script, ["bypass", ""]) == ["off", "on"])
         #expect(try complete(sandbox, script: script, ["enable", ""]) == ["mic", "speaker"])
+        #expect(try complete(sandbox, script: script, ["device", ""]).filter { !$0.hasPrefix("-") } == ["list", "set"])
+        #expect(try complete(sandbox, script: script, ["device", "set", ""]) == ["mic", "speaker"])
         _ = host
 
         // zsh and fish call the same entry point with their own SAP_SHELL.

@@ -40,6 +40,10 @@ import Testing
         let dropIns = URL(fileURLWithPath: processes.environment["XDG_CONFIG_HOME"]!).appendingPathComponent("pipewire/pipewire.conf.d")
         let microphone = dropIns.appendingPathComponent("hear-microphone.conf")
         let speaker = dropIns.appendingPathComponent("hear-speaker.conf")
+        // The drop-ins as `hearctl enable` writes them (the session's differ in their comments only).
+        for chain in ["mic", "speaker"] {
+            try processes.run(Self.hearctl, ["enable", chain, "--force", "--no-restart", "--plugin", Repository.plugin])
+        }
         let original = (mic: try String(contentsOf: microphone, encoding: .utf8), speaker: try String(contentsOf: speaker, encoding: .utf8))
 
         // The list: both of each kind, the defaults and the links marked, hear's own nodes left out.
@@ -69,6 +73,10 @@ import Testing
         let capture = try #require(edited.firstMatch(of: /capture\.props = \{([^}]*)\}/)?.1)
         #expect(capture.contains("target.object = \"hear_test_mic2\""), "\(edited)")
         #expect(!(edited.firstMatch(of: /playback\.props = \{([^}]*)\}/)?.1.contains("target.object") ?? true))
+        // enable knows its own drop-in with a device chosen: nothing to replace, the choice stays.
+        let enable = try processes.run(Self.hearctl, ["enable", "mic", "--no-restart", "--plugin", Repository.plugin]).output
+        #expect(enable.contains("mic is already enabled"), "\(enable)")
+        #expect(try String(contentsOf: microphone, encoding: .utf8) == edited)
         // By name, with --json: the speaker chain plays to the second speaker.
         let json = try processes.run(Self.hearctl, ["device", "set", "speaker", "hear_test_speaker2", "--json"]).output
         let reply = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
