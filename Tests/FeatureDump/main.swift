@@ -2,53 +2,32 @@
 //
 //   hear-features DIR...
 //
-// For every clip DIR/NAME-clean.f32 + DIR/NAME-noise.f32 (raw little-endian float32, mono, equal
-// length, at the rate DIR/manifest.json gives, 48 kHz without one; Tests/Training/data.py writes
-// them) it runs three noise suppressors at that rate, at their
+// For every clip DIR/NAME-clean.f32 + DIR/NAME-noise.f32 (raw little-endian float32, mono, 48 kHz,
+// equal length; Tests/Training/data.py writes them) it runs three noise suppressors at their
 // defaults, on clean + noise, on the clean speech alone and on the noise alone, and at every model
-// step writes one row of float32 to DIR/NAME.feat, after an 8-byte header ("HFT2", then the row
-// length as a little-endian UInt32):
+// step writes one row of float32 to DIR/NAME.feat:
 //   the noisy stream's features (NoiseSuppressor.featureCount), then the band powers
-//   (SpeechBandLayout.count each) of the noisy stream, of the clean speech and of the noise, then
-//   the noisy stream's classical band gains (what the learned mask keeps of the classical one).
+//   (SpeechBandLayout.count each) of the noisy stream, of the clean speech and of the noise.
 // The three share framing and band layout, so the rows line up; train.py derives the targets
-// (band gains, speech activity) from the band powers. Clips whose .feat is newer and has this
-// header are skipped.
+// (band gains, speech activity) from the band powers. Clips whose .feat is newer are skipped.
 
 import Foundation
 import HearDSP
 
+let rate = 48000.0
 let bands = SpeechBandLayout.count
-let rowLength = NoiseSuppressor.featureCount + 4 * bands
-let header: [UInt8] = Array("HFT2".utf8) + withUnsafeBytes(of: UInt32(rowLength).littleEndian, Array.init)
+let rowLength = NoiseSuppressor.featureCount + 3 * bands
 
 func readFloats(_ path: String) throws -> [Float] {
     let data = try Data(contentsOf: URL(fileURLWithPath: path))
     return data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
 }
 
-func hasHeader(_ path: String) -> Bool {
-    guard let file = FileHandle(forReadingAtPath: path) else { return false }
-    defer { try? file.close() }
-    return (try? file.read(upToCount: header.count)).map { Array($0) == header } ?? false
-}
-
 func modified(_ path: String) -> Date? {
     (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
 }
 
-/// The clips' sample rate: manifest.json's "rate".
-func sampleRate(of directory: String) throws -> Double {
-    guard let data = FileManager.default.contents(atPath: directory + "/manifest.json") else { return 48000 }
-    guard let manifest = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-          let rate = (manifest["rate"] as? NSNumber)?.doubleValue, rate >= 8000, rate <= 192000 else {
-        FileHandle.standardError.write("\(directory)/manifest.json: no usable \"rate\"\n".data(using: .utf8)!)
-        exit(1)
-    }
-    return rate
-}
-
-func dump(clean: [Float], noise: [Float], rate: Double) -> [Float] {
+func dump(clean: [Float], noise: [Float]) -> [Float] {
     var values = ParameterValues()
     values[.nsMode] = 0
     var noisy = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
@@ -79,7 +58,6 @@ func dump(clean: [Float], noise: [Float], rate: Double) -> [Float] {
             rows.append(contentsOf: UnsafeBufferPointer(start: noisy.bandPowers, count: bands))
             rows.append(contentsOf: UnsafeBufferPointer(start: speech.bandPowers, count: bands))
             rows.append(contentsOf: UnsafeBufferPointer(start: alone.bandPowers, count: bands))
-            rows.append(contentsOf: UnsafeBufferPointer(start: noisy.classicalBandGains, count: bands))
         }
         start += hop
     }
@@ -93,21 +71,18 @@ if directories.isEmpty || directories.contains(where: { $0.hasPrefix("-") }) {
 }
 var written = 0, skipped = 0
 for directory in directories {
-    let rate = try sampleRate(of: directory)
     let names = try FileManager.default.contentsOfDirectory(atPath: directory)
         .filter { $0.hasSuffix("-clean.f32") }.map { String($0.dropLast("-clean.f32".count)) }.sorted()
     for name in names {
         let base = directory + "/" + name
-        if let out = modified(base + ".feat"), let input = modified(base + "-clean.f32"), out > input,
-           hasHeader(base + ".feat") { skipped += 1; continue }
+        if let out = modified(base + ".feat"), let input = modified(base + "-clean.f32"), out > input { skipped += 1; continue }
         let clean = try readFloats(base + "-clean.f32"), noise = try readFloats(base + "-noise.f32")
         guard clean.count == noise.count else {
             FileHandle.standardError.write("\(base): clean and noise differ in length\n".data(using: .utf8)!)
             exit(1)
         }
-        let rows = dump(clean: clean, noise: noise, rate: rate)
-        var data = Data(header)
-        rows.withUnsafeBufferPointer { data.append($0) }
+        let rows = dump(clean: clean, noise: noise)
+        let data = rows.withUnsafeBufferPointer { Data(buffer: $0) }
         try data.write(to: URL(fileURLWithPath: base + ".feat.tmp"))
         _ = rename(base + ".feat.tmp", base + ".feat")
         written += 1

@@ -2,11 +2,9 @@
 
     python3 data.py --split train --out DIR --clips 2000 --seconds 8 --seed 1
 
-writes DIR/NNNNNN-clean.f32 and DIR/NNNNNN-noise.f32 (raw little-endian float32, mono, 48 kHz or
---rate, equal length; the model's input is their sum, its target the clean file) and
-DIR/manifest.json (its "rate"; per clip: speakers, noise kinds, SNR, levels, augmentations). A
-clip at another rate is made at 48 kHz and resampled: the suppressor's framing and features differ
-by rate (a longer window against the hop below 32 kHz), so the model also sees 8 and 16 kHz. Debian python3 + numpy + scipy
+writes DIR/NNNNNN-clean.f32 and DIR/NNNNNN-noise.f32 (raw little-endian float32, mono, 48 kHz,
+equal length; the model's input is their sum, its target the clean file) and DIR/manifest.json
+(per clip: speakers, noise kinds, SNR, levels, augmentations). Debian python3 + numpy + scipy
 only; every clip is a function of (--seed, its index), so the output does not depend on the number
 of workers (at most 2) or on which clips were generated before.
 
@@ -34,8 +32,7 @@ A clip, by construction:
   - Noise, generated here (own generators and parameter ranges, not Tests/Evaluation/corpus.py):
       stationary: white, pink, brown (random spectral slope), fan (broadband + blade tones),
         hum (50/60 Hz and harmonics, sometimes buzzy), hvac (rumble + air);
-      non-stationary: keyboard (key down/up clicks that ring or clatter, space bar, typing
-        rhythm), mouse (clicks,
+      non-stationary: keyboard (key down/up clicks, space bar, typing rhythm), mouse (clicks,
         double clicks, wheel), dishes (clinks, clatter, scrapes), door (latch, slam, room tail),
         traffic (passing vehicles, engine tone glides), footsteps, sfx (recorded mechanical sounds
         from hedgewars-data: hammer, drill, steps, splash, shutter, ...; no voices);
@@ -299,34 +296,11 @@ def click_bank(rng, count, length_s, freq_range, tau_range, excite_tau, thump=No
     return bank
 
 
-def burst_bank(rng, count, length_s, tau_range, ring=0.0):
-    """`count` clicks of a keyboard whose keys clatter rather than ring (laptop, membrane): decaying
-    noise through one band-pass per device, with a weak ring of `ring` relative strength."""
-    length = int(length_s * RATE)
-    low, high = rng.uniform(250, 1500), rng.uniform(4000, 15000)
-    body_f = rng.uniform(1500, 8000, size=3)
-    bank = []
-    for _ in range(count):
-        c = band(decaying(rng, length, rng.uniform(*tau_range)), low * rng.uniform(0.9, 1.1), high, order=rng.integers(1, 3))
-        c /= max(np.max(np.abs(c)), 1e-9)
-        if ring:
-            r = modes(rng, length, body_f, rng.uniform(0.001, 0.006, 3), rng.uniform(0.3, 1, 3))
-            c += ring * r / max(np.max(np.abs(r)), 1e-9)
-        bank.append(c / np.max(np.abs(c)))
-    return bank
-
-
 def gen_keyboard(rng, n):
     x = np.zeros(n)
-    if rng.random() < 0.5:  # keys that ring (mechanical)
-        down = click_bank(rng, 8, 0.03, (1200, 9000), (0.002, 0.012), (0.0005, 0.003), thump=(120, 450))
-        up = click_bank(rng, 6, 0.025, (1500, 10000), (0.001, 0.008), (0.0003, 0.0015))
-        space = click_bank(rng, 3, 0.045, (500, 4000), (0.004, 0.02), (0.001, 0.004), thump=(80, 250))
-    else:  # keys that clatter (laptop, membrane)
-        ring = rng.uniform(0, 0.5)
-        down = burst_bank(rng, 8, 0.035, (0.0015, 0.008), ring)
-        up = burst_bank(rng, 6, 0.025, (0.001, 0.004), ring)
-        space = burst_bank(rng, 3, 0.05, (0.003, 0.012), ring)
+    down = click_bank(rng, 8, 0.03, (1200, 9000), (0.002, 0.012), (0.0005, 0.003), thump=(120, 450))
+    up = click_bank(rng, 6, 0.025, (1500, 10000), (0.001, 0.008), (0.0003, 0.0015))
+    space = click_bank(rng, 3, 0.045, (500, 4000), (0.004, 0.02), (0.001, 0.004), thump=(80, 250))
     interval = rng.uniform(0.09, 0.25)  # typing speed: seconds between keys within a word
     release = rng.uniform(0.04, 0.12)
     loudness = rng.uniform(0.4, 1.0)
@@ -561,7 +535,7 @@ def speech_track(rng, prompts, n, start, speed):
 # --- one clip ---
 
 def make_clip(task):
-    seed, index, n, out_dir, rate = task
+    seed, index, n, out_dir = task
     rng = np.random.default_rng([seed, index, 0x5eec])
     info = {"clip": f"{index:06d}"}
     r = rng.random()
@@ -669,10 +643,6 @@ def make_clip(task):
     info["snr_db"] = None if snr is None else round(snr, 2)
     info["augment"] = augment
 
-    if rate != RATE:  # a stream at another rate: made at 48 kHz, then resampled as a sound card would
-        ratio = Fraction(rate, RATE).limit_denominator(1000)
-        clean = signal.resample_poly(clean, ratio.numerator, ratio.denominator)
-        noise = signal.resample_poly(noise, ratio.numerator, ratio.denominator)
     clean.astype("<f4").tofile(os.path.join(out_dir, f"{index:06d}-clean.f32"))
     noise.astype("<f4").tofile(os.path.join(out_dir, f"{index:06d}-noise.f32"))
     return info
@@ -687,7 +657,6 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--first", type=int, default=0, help="index of the first clip (to extend a set)")
     parser.add_argument("--workers", type=int, default=2, help="processes (at most 2)")
-    parser.add_argument("--rate", type=int, default=RATE, help="sample rate of the files written (Hz)")
     args = parser.parse_args()
 
     started = time.time()
@@ -696,7 +665,7 @@ def main():
     print(f"{args.split}: {len(STATE['targets'])} speakers, {len(STATE['babblers'])} babblers, "
           f"{len(STATE['sfx'])} sound effects ({time.time() - started:.0f} s to load)", file=sys.stderr)
     n = int(round(args.seconds * RATE))
-    tasks = [(args.seed, i, n, args.out, args.rate) for i in range(args.first, args.first + args.clips)]
+    tasks = [(args.seed, i, n, args.out) for i in range(args.first, args.first + args.clips)]
     workers = max(1, min(2, args.workers))
     entries = []
     t0 = time.time()
@@ -720,7 +689,7 @@ def main():
                     progress(k + 1)
     entries.sort(key=lambda e: e["clip"])
     manifest_path = os.path.join(args.out, "manifest.json")
-    manifest = {"split": args.split, "seed": args.seed, "rate": args.rate, "seconds": args.seconds,
+    manifest = {"split": args.split, "seed": args.seed, "rate": RATE, "seconds": args.seconds,
                 "format": "raw little-endian float32, mono; input = clean + noise, target = clean",
                 "clips": entries}
     if args.first and os.path.exists(manifest_path):

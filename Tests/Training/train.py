@@ -1,21 +1,16 @@
 """Trains the learned noise suppressor's gain model and exports its weights (`make train`).
 
 Input: the rows hear-features wrote (Tests/FeatureDump: the suppressor's own features, then the
-band powers of the noisy stream, the clean speech and the noise, then the classical mask's band
-power gains, one row per model step).
+band powers of the noisy stream, the clean speech and the noise, one row per model step).
 Targets, per band: the ideal ratio mask sqrt(S / (S + N)) from the clean and noise band powers
 (ignored where the noisy band is empty: a band above a band-limited stream's top); per step:
 speech activity (the clean speech's mean band level above -75 dB).
 
 Model (mirrored by Sources/HearDSP/NoiseSuppression/GainModel.swift): dense 130 -> 96 (tanh),
 GRU 96, GRU 96, dense [h1; h2] -> 33 (sigmoid: 32 band gains, speech probability); 130k weights.
-The suppressor applies sqrt(model gain x classical gain) per bin (LearnedGains.swift), so what is
-fitted is that combination: a band's amplitude gain sqrt(g C), with C the classical mask's band
-power gain from hear-features. Where the estimator lets a click through (C = 1) the model learns
-to cut it alone; where the estimator takes too much of a voice, to give some back.
-Loss: squared error of the combined gains' square roots (RNNoise's measure), counted double where
-the combination attenuates more than the target (a lost syllable costs more than a little noise),
-plus 0.5 x the speech activity's cross-entropy.
+Loss: squared error of the gains' square roots (RNNoise's measure), counted double where the model
+attenuates more than the target (a lost syllable costs more than a little noise), plus 0.5 x the
+speech activity's cross-entropy.
 
 Runs on the CPU with Debian's python3-torch; fixed seeds; a checkpoint after every epoch, and a run
 resumes from the last one. The checkpoint with the lowest validation loss is exported:
@@ -38,11 +33,10 @@ import numpy as np
 
 BANDS = 32
 FEATURES = 4 * BANDS + 2
-ROW = FEATURES + 4 * BANDS
-FEATURE_HEADER = b"HFT2" + struct.pack("<I", ROW)
-# Changes when what a checkpoint was trained for changes (row layout, targets, loss): a run
-# resumes only from a checkpoint with the same version and data (see `fingerprint`).
-LOSS_VERSION = 2
+ROW = FEATURES + 3 * BANDS
+# Changes with what a checkpoint is trained for (row layout, targets, loss): a run resumes only
+# from a checkpoint of the same version and data (see `fingerprint`).
+LOSS_VERSION = 1
 DENSE, HIDDEN, OUTPUTS, STRIDE = 96, 96, BANDS + 1, 2
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BLOB = os.path.join(ROOT, "Sources/CHearModel/hear-model.bin")
@@ -50,43 +44,20 @@ REFERENCE = os.path.join(ROOT, "Tests/Training/reference-vectors.bin")
 
 
 def load(directory, limit=None):
-    """Per clip: features (T, 130), gain targets (T, 32; -1 = ignore), activity (T,), classical
-    band power gains (T, 32)."""
+    """Per clip: features (T, 130), gain targets (T, 32; -1 = ignore), activity (T,)."""
     clips = []
     for path in sorted(glob.glob(os.path.join(directory, "*.feat")))[:limit]:
-        with open(path, "rb") as f:
-            if f.read(len(FEATURE_HEADER)) != FEATURE_HEADER:
-                sys.exit(f"{path}: not hear-features output with {ROW}-float rows; run make train again")
-            rows = np.frombuffer(f.read(), dtype="<f4").reshape(-1, ROW)
+        rows = np.fromfile(path, dtype="<f4")
+        rows = rows.reshape(-1, ROW)
         x = rows[:, :FEATURES]
         noisy = rows[:, FEATURES:FEATURES + BANDS]
         clean = rows[:, FEATURES + BANDS:FEATURES + 2 * BANDS]
-        noise = rows[:, FEATURES + 2 * BANDS:FEATURES + 3 * BANDS]
-        classical = rows[:, FEATURES + 3 * BANDS:]
+        noise = rows[:, FEATURES + 2 * BANDS:]
         gain = np.sqrt(clean / np.maximum(clean + noise, 1e-20))
         gain = np.where(noisy > 1e-10, np.clip(gain, 0, 1), -1.0)
         activity = (np.mean(clean, axis=1) > 10 ** -7.5).astype(np.float32)
-        clips.append((x.astype(np.float32), gain.astype(np.float32), activity,
-                      np.clip(classical, 0, 1).astype(np.float32)))
+        clips.append((x.astype(np.float32), gain.astype(np.float32), activity))
     return clips
-
-
-def sets(data, split):
-    """The directories of one split: SPLIT (48 kHz) and SPLIT-16k, SPLIT-8k (data.py --rate)."""
-    return sorted(d for d in glob.glob(os.path.join(data, split + "*")) if os.path.isdir(d))
-
-
-def load_split(data, split):
-    return [clip for d in sets(data, split) for clip in load(d)]
-
-
-def fingerprint(data):
-    """What a checkpoint belongs to: the loss version and the data sets' manifests."""
-    h = hashlib.sha256(f"loss {LOSS_VERSION} row {ROW}".encode())
-    for d in sets(data, "train") + sets(data, "valid"):
-        with open(os.path.join(d, "manifest.json"), "rb") as f:
-            h.update(f.read())
-    return h.hexdigest()[:16]
 
 
 def build_model(torch):
@@ -109,11 +80,20 @@ def build_model(torch):
     return GainModel()
 
 
-def loss_terms(torch, y, gain, activity, classical):
+def fingerprint(data):
+    """What a checkpoint belongs to: the loss version and the data sets' manifests."""
+    h = hashlib.sha256(f"loss {LOSS_VERSION} row {ROW}".encode())
+    for split in ("train", "valid"):
+        with open(os.path.join(data, split, "manifest.json"), "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+def loss_terms(torch, y, gain, activity):
     mask = (gain >= 0).float()
     target = gain.clamp(min=0)
-    g = torch.sqrt(y[..., :BANDS] * classical + 1e-8)  # the combination's amplitude gain
-    d = torch.sqrt(g) - torch.sqrt(target + 1e-8)
+    g = y[..., :BANDS]
+    d = torch.sqrt(g + 1e-8) - torch.sqrt(target + 1e-8)
     weight = mask * (1 + (g < target).float())
     gains = (weight * d * d).sum() / mask.sum().clamp(min=1)
     p = y[..., BANDS].clamp(1e-6, 1 - 1e-6)
@@ -126,7 +106,8 @@ def batches(clips, size, rng):
     for start in range(0, len(order), size):
         chosen = [clips[i] for i in order[start:start + size]]
         length = min(len(c[0]) for c in chosen)
-        yield tuple(np.stack([c[i][:length] for c in chosen]) for i in range(4))
+        yield (np.stack([c[0][:length] for c in chosen]), np.stack([c[1][:length] for c in chosen]),
+               np.stack([c[2][:length] for c in chosen]))
 
 
 def tensors(torch, batch):
@@ -138,8 +119,8 @@ def evaluate(torch, model, clips, size=32):
     total, count = 0.0, 0
     with torch.no_grad():
         for batch in batches(clips, size, np.random.default_rng(0)):
-            x, g, a, c = tensors(torch, batch)
-            loss, _, _ = loss_terms(torch, model(x), g, a, c)
+            x, g, a = tensors(torch, batch)
+            loss, _, _ = loss_terms(torch, model(x), g, a)
             total += float(loss) * len(x)
             count += len(x)
     model.train()
@@ -256,13 +237,13 @@ def main():
 
     latest = os.path.join(args.work, "latest.pt")
     best = os.path.join(args.work, "best.pt")
-    valid = load_split(args.data, "valid")
+    valid = load(os.path.join(args.data, "valid"))
     if args.export_only:
         model.load_state_dict(torch.load(best)["model"])
         export(model, valid[0][0][:400])
         return
 
-    train = load_split(args.data, "train")
+    train = load(os.path.join(args.data, "train"))
     print(f"{len(train)} training clips ({sum(len(c[0]) for c in train)} steps), {len(valid)} validation clips",
           file=sys.stderr)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
@@ -289,8 +270,8 @@ def main():
         total, count = 0.0, 0
         progress = tqdm(list(batches(train, args.batch, rng)), desc=f"epoch {epoch}/{args.epochs}", file=sys.stderr)
         for batch in progress:
-            x, g, a, c = tensors(torch, batch)
-            loss, gains, vad = loss_terms(torch, model(x), g, a, c)
+            x, g, a = tensors(torch, batch)
+            loss, gains, vad = loss_terms(torch, model(x), g, a)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

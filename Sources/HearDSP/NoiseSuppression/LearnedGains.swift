@@ -25,9 +25,6 @@ extension NoiseSuppressor {
 
     /// Band powers from the last model step, as levels at 48 kHz (linear; see the header).
     public var bandPowers: UnsafePointer<Float> { UnsafePointer(bandEnergy) }
-    /// Training only (`recordsFeatures`): per band, the power gain the learned mask keeps of the
-    /// classical one (see `computeClassicalBandGains`).
-    public var classicalBandGains: UnsafePointer<Float> { UnsafePointer(bandClassicalGain) }
     /// The features of the last model step (`featureCount` values).
     public var features: UnsafePointer<Float> { UnsafePointer(model.features) }
 
@@ -68,21 +65,6 @@ extension NoiseSuppressor {
         }
         f[4 * count] = activity.openness
         f[4 * count + 1] = activity.periodicity
-        if recordsFeatures { computeClassicalBandGains() }
-    }
-
-    /// The learned mask is sqrt(model gain × classical gain) per bin (`blendLearnedGains`), so a
-    /// band's power gain is the model's gain times sum(g P) / sum(P) of the classical gains g over
-    /// the band's bins. Training fits the model's gain through that product (train.py): where the
-    /// estimator lets a click through (g = 1) the model learns to cut it alone.
-    mutating func computeClassicalBandGains() {
-        for k in 0..<bins { binScratch[k] = binGain[k] * binPower[k] }
-        bands.average(binScratch, into: bandClassicalGain)
-        bands.average(binPower, into: binScratch)
-        for b in 0..<SpeechBandLayout.count {
-            let power = binScratch[b]
-            bandClassicalGain[b] = power > 1e-30 ? min(bandClassicalGain[b] / power, 1) : 1
-        }
     }
 
     /// One model step: the band gains, held from falling faster than 0.6 a step (a decaying tail

@@ -137,9 +137,6 @@ public struct NoiseSuppressor: ~Copyable {
     let bandEnergy: UnsafeMutablePointer<Float>
     let previousLevel: UnsafeMutablePointer<Float>
     let bandGain: UnsafeMutablePointer<Float>
-    /// Training only (`recordsFeatures`): the classical mask's power gain per band, which the
-    /// learned mask is combined with (see `blendLearnedGains`).
-    let bandClassicalGain: UnsafeMutablePointer<Float>
     let learnedBinGain: UnsafeMutablePointer<Float>
     let binScratch: UnsafeMutablePointer<Float>
     /// Band power to the level at 48 kHz (see LearnedGains.swift).
@@ -307,7 +304,6 @@ public struct NoiseSuppressor: ~Copyable {
         bandEnergy = buffer(SpeechBandLayout.count)
         previousLevel = buffer(SpeechBandLayout.count, (Self.levelFloorDB + 50) * 0.05)
         bandGain = buffer(SpeechBandLayout.count, 1)
-        bandClassicalGain = buffer(SpeechBandLayout.count, 1)
         learnedBinGain = buffer(bins, 1)
         binScratch = buffer(bins)
         levelScale = powerNormalization * Float(n) * Float(48000 / sampleRate)
@@ -352,7 +348,6 @@ public struct NoiseSuppressor: ~Copyable {
         bandEnergy.deallocate()
         previousLevel.deallocate()
         bandGain.deallocate()
-        bandClassicalGain.deallocate()
         learnedBinGain.deallocate()
         binScratch.deallocate()
     }
