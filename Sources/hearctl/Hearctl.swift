@@ -31,11 +31,12 @@ struct Hearctl: ParsableCommand {
               hearctl set --chain speaker eq.peak2.freq 2.5kHz comp.threshold -30dB
               hearctl preset load voice-call --chain mic
               hearctl meter
+              hearctl tune --chain mic
               hearctl fit --left 250:20,500:25,1000:35,2000:50,4000:60 \\
                           --right 250:15,500:20,1000:30,2000:45,4000:55
             """,
         version: "hearctl 0.1.0 (protocol \(Protocol.tag))",
-        subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Reset.self, PresetCommand.self, Meter.self, Fit.self,
+        subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Reset.self, PresetCommand.self, Meter.self, Tune.self, Fit.self,
                       Device.self, Enable.self, Disable.self]
     )
 }

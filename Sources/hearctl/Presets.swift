@@ -33,6 +33,24 @@ enum PresetStore {
         throw CLIError("no preset named '\(name)'; presets: \(all.joined(separator: ", "))")
     }
 
+    /// Writes `values` (a chain's) as user preset `name`, replacing one of that name; returns its path.
+    /// Only what differs from the defaults is written: loading puts everything else back to its
+    /// default anyway. Bypass is a momentary switch, not part of a sound.
+    static func save(_ name: String, values: [(Parameter, Float)], chain: Int) throws -> String {
+        try checkName(name)
+        guard let directory, let path = path(name) else {
+            throw CLIError("neither XDG_CONFIG_HOME nor HOME is set: nowhere to save presets")
+        }
+        // Compared and written at each parameter's precision: 200.00002 Hz back from a port is 200.
+        let rounded = values.map { ($0.0, Float(ParameterValue.rounded($0.1, for: $0.0))) }
+        let settings = Settings(rounded.filter { $0.0 != .bypass && $0.1 != Float(ParameterValue.rounded($0.0.spec.defaultValue, for: $0.0)) }
+            .map { Assignment($0.0, $0.1) })
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try settings.text(comment: "hear preset \(name), saved from chain \(chain) (\(ChainName.name(chain)))")
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     static func checkName(_ name: String) throws {
         guard Preset.isValidName(name) else {
             throw CLIError("preset names use letters, digits, '-', '_' and '.', and do not start with '.': '\(name)'")
@@ -93,17 +111,10 @@ struct PresetCommand: ParsableCommand {
             try PresetStore.checkName(name)
             let chains = try Chains(timeout: target.timeout)
             let chain = try chains.changing(target.number, verb: "preset save")
-            let values = try chains.values(chain, [])
-            guard let directory = PresetStore.directory, let path = PresetStore.path(name) else {
-                throw CLIError("neither XDG_CONFIG_HOME nor HOME is set: nowhere to save presets")
+            if let path = PresetStore.path(name), FileManager.default.fileExists(atPath: path) && !force {
+                throw CLIError("preset \(path) exists; use --force to replace it")
             }
-            if FileManager.default.fileExists(atPath: path) && !force { throw CLIError("preset \(path) exists; use --force to replace it") }
-            // Only what differs from the defaults: loading puts everything else back to its default anyway.
-            // Bypass is a momentary switch, not part of a sound.
-            let settings = Settings(values.filter { $0.0 != .bypass && $0.1 != $0.0.spec.defaultValue }.map { Assignment($0.0, $0.1) })
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            try settings.text(comment: "hear preset \(name), saved from chain \(chain) (\(ChainName.name(chain)))")
-                .write(toFile: path, atomically: true, encoding: .utf8)
+            let path = try PresetStore.save(name, values: try chains.values(chain, []), chain: chain)
             if output.json {
                 Output.json(["preset": name, "path": path, "chain": chain, "name": ChainName.name(chain), "state": chains.state(chain)])
             } else {
