@@ -20,9 +20,10 @@ DEB_BUILD := $(DEB_TOOLCHAIN) ladspa-sdk libpipewire-0.3-dev libspa-0.2-dev
 # PipeWire session with wireplumber and a session bus, a private PulseAudio) and what they play,
 # record and speak with.
 # The package test builds and checks the .deb (dpkg-dev, binutils, lintian); the other-hosts test
-# runs docs/OTHER-HOSTS.md's command lines (ffmpeg, sox, ecasound).
+# runs docs/OTHER-HOSTS.md's command lines (ffmpeg, sox, ecasound); `hearctl tune` is driven in a
+# tmux session (send-keys, capture-pane).
 DEB_TEST := ladspa-sdk pipewire pipewire-bin wireplumber dbus-daemon pulseaudio pulseaudio-utils sox espeak-ng valgrind python3 \
-  dpkg-dev binutils lintian ffmpeg ecasound
+  dpkg-dev binutils lintian ffmpeg ecasound tmux
 # `make deb`: dpkg-shlibdeps (dpkg-dev) for Depends, strip (binutils).
 DEB_PACKAGE := dpkg-dev binutils
 # `make demo`: a private PipeWire session, espeak-ng and sox for the sample, python3 for the figures.

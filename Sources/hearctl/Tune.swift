@@ -212,13 +212,18 @@ enum TerminalScreen {
             cc[Int(VMIN)] = 0
             cc[Int(VTIME)] = 0
         }
+        // Handled even when the parent left them blocked (the mask is inherited).
+        var handled = sigset_t()
+        sigemptyset(&handled)
         for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH] {
+            sigaddset(&handled, signal)
             var action = sigaction()
             action.__sigaction_handler.sa_handler = terminalSignal
             sigemptyset(&action.sa_mask)
             action.sa_flags = 0  // no SA_RESTART: poll wakes up on SIGWINCH
             sigaction(signal, &action, nil)
         }
+        pthread_sigmask(SIG_UNBLOCK, &handled, nil)
         active = 1
         guard tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) == 0 else {
             let reason = String(cString: strerror(errno))
