@@ -55,7 +55,7 @@ let package = Package(
         // Training features for the learned noise suppressor, computed by the suppressor itself (`make train`).
         .executableTarget(name: "hear-features", dependencies: ["HearDSP"], path: "Tests/FeatureDump"),
         .executableTarget(name: "hear-testhost", dependencies: ["CLADSPA", "CMallocCounter", "HearSystem"], path: "Tests/TestHost"),
-        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "CHearModel", "TestSupport"]),
+        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "HearControl", "CHearModel", "TestSupport"]),
         .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "HearSystem", "CLADSPA", "CMallocCounter", "TestSupport"]),
         .testTarget(name: "HearSystemTests", dependencies: ["HearSystem"]),
         .testTarget(name: "HearControlTests", dependencies: ["HearControl", "HearDSP", "TestSupport"]),

@@ -1,4 +1,4 @@
-// hearctl fit: a hearing profile from an audiogram per ear. The prescription (HearDSP/Fitting)
+// hearctl fit: a hearing profile from an audiogram per ear. The prescription (HearControl/Fitting)
 // sets the six-band compressor's gains and ratios; what the filter then delivers is measured by
 // running tones through the DSP itself, in this process, with every setting the chain has. The
 // fit is sent to the chain (which saves it with its settings) and saved as a preset.

@@ -1,4 +1,5 @@
 import Foundation
+import HearControl
 import HearDSP
 import Testing
 import TestSupport

@@ -4,6 +4,7 @@
 
 import Foundation
 import Glibc
+import HearControl
 import HearDSP
 import Testing
 

@@ -16,6 +16,8 @@
 // neighbours differ. The band gains are solved from the crossover's designed complex response so
 // that the summed response at each band centre is the target.
 
+import Glibc
+import HearDSP
 
 /// Hearing thresholds in dB HL at some audiogram frequencies; the rest are interpolated.
 public struct Audiogram: Sendable, Equatable {
@@ -87,7 +89,7 @@ public struct Audiogram: Sendable, Equatable {
         if frequency <= first.frequency { return first.threshold }
         if frequency >= last.frequency { return last.threshold }
         for (a, b) in zip(points, points.dropFirst()) where frequency <= b.frequency {
-            let t = LibM.log2(frequency / a.frequency) / LibM.log2(b.frequency / a.frequency)
+            let t = Glibc.log2(frequency / a.frequency) / Glibc.log2(b.frequency / a.frequency)
             return a.threshold + t * (b.threshold - a.threshold)
         }
         return last.threshold
@@ -134,7 +136,7 @@ public enum Fitting {
                                           (3000, -2), (4000, -2), (6000, -2), (8000, -2)]
         if frequency <= 250 { return -17 }
         for (a, b) in zip(table, table.dropFirst()) where frequency <= b.0 {
-            let t = LibM.log2(frequency / a.0) / LibM.log2(b.0 / a.0)
+            let t = Glibc.log2(frequency / a.0) / Glibc.log2(b.0 / a.0)
             return a.1 + t * (b.1 - a.1)
         }
         return -2
@@ -177,8 +179,8 @@ public enum Fitting {
         func delivered(_ gains: [Double]) -> [Double] {
             responses.map { bands in
                 var sum = Complex(0, 0)
-                for (band, response) in bands.enumerated() { sum = sum + LibM.pow(10, gains[band] / 20) * response }
-                return 20 * LibM.log10(max(sum.magnitude, 1e-30))
+                for (band, response) in bands.enumerated() { sum = sum + Glibc.pow(10, gains[band] / 20) * response }
+                return 20 * Glibc.log10(max(sum.magnitude, 1e-30))
             }
         }
         // Fixed-point iteration: each band moves by its centre's error; the response matrix is
