@@ -63,7 +63,7 @@ public struct Chain: ~Copyable {
         let rate = min(max(sampleRate, 1000), 768_000)
         self.sampleRate = rate
         self.channels = min(max(channels, 1), 2)
-        tickLength = max(16, Int(rate / 750))
+        tickLength = max(16, truncatedInt(rate / 750))
         let ticksPerSecond = rate / Double(tickLength)
         self.values = values
         noiseSuppressor = NoiseSuppressor(sampleRate: rate, channels: self.channels, values: values)
@@ -75,13 +75,10 @@ public struct Chain: ~Copyable {
         limiter = Limiter(sampleRate: rate, channels: self.channels, values: values)
         outputGain = Glide(1, timeConstant: 0.01, stepsPerSecond: rate, tolerance: 1e-7)
         wetMix = Glide(1, timeConstant: 0.005, stepsPerSecond: rate, tolerance: 1e-5)
-        latency = noiseSuppressor.latency + limiter.lookahead
-        dryDelay = .allocate(capacity: 2 * latency)
-        dryDelay.initialize(repeating: 0, count: 2 * latency)
-        work = .allocate(capacity: 2 * tickLength)
-        work.initialize(repeating: 0, count: 2 * tickLength)
-        dry = .allocate(capacity: 2 * tickLength)
-        dry.initialize(repeating: 0, count: 2 * tickLength)
+        latency = noiseSuppressor.latency &+ limiter.lookahead
+        dryDelay = allocateBuffer(2 &* latency, repeating: 0)
+        work = allocateBuffer(2 &* tickLength, repeating: 0)
+        dry = allocateBuffer(2 &* tickLength, repeating: 0)
         apply(values)
         multiband.snap()
         outputGain.jump(to: outputGain.target)
@@ -127,7 +124,7 @@ public struct Chain: ~Copyable {
         multiband.reset()
         compressor.reset()
         limiter.reset()
-        dryDelay.update(repeating: 0, count: 2 * latency)
+        dryDelay.fill(0, count: 2 &* latency)
         dryPosition = 0
         phase = 0
     }
@@ -140,7 +137,7 @@ public struct Chain: ~Copyable {
         var done = 0
         while done < frames {
             if phase == 0 { tick() }
-            let count = min(tickLength - phase, frames - done)
+            let count = min(tickLength &- phase, frames &- done)
             let left = work, right = work + tickLength
             var fault = readInput(inLeft + done, into: left, dry: dry, count: count)
             if stereo, let inRight {
@@ -158,20 +155,20 @@ public struct Chain: ~Copyable {
                 let grid = phase
                 reset()
                 phase = grid
-                for i in 0..<count { left[i] = 0; right[i] = 0 }
+                for i in upTo(count) { left[i] = 0; right[i] = 0 }
             }
-            for i in 0..<count { outLeft[done + i] = left[i] }
-            if stereo, let outRight { for i in 0..<count { outRight[done + i] = right[i] } }
-            phase += count
+            for i in upTo(count) { outLeft[done &+ i] = left[i] }
+            if stereo, let outRight { for i in upTo(count) { outRight[done &+ i] = right[i] } }
+            phase &+= count
             if phase >= tickLength { phase = 0 }
-            done += count
+            done &+= count
         }
     }
 
     /// True if any of `count` samples is NaN or infinite (branch-free, so the loop vectorizes).
     @inline(__always) static func holdsNonFinite(_ samples: UnsafeMutablePointer<Float>, count: Int) -> Bool {
         var finite = true
-        for i in 0..<count { finite = finite && abs(samples[i]) <= .greatestFiniteMagnitude }
+        for i in upTo(count) { finite = finite && abs(samples[i]) <= .greatestFiniteMagnitude }
         return !finite
     }
 
@@ -179,7 +176,7 @@ public struct Chain: ~Copyable {
     @inline(__always) func readInput(_ source: UnsafePointer<Float>, into target: UnsafeMutablePointer<Float>,
                                      dry: UnsafeMutablePointer<Float>, count: Int) -> Bool {
         var fault = false
-        for i in 0..<count {
+        for i in upTo(count) {
             let x = source[i]
             let magnitude = abs(x)
             let audio = magnitude <= 64  // false for NaN too
@@ -211,7 +208,7 @@ public struct Chain: ~Copyable {
         mixWithDry(left, right, count: count)
         clampToMaximumOutput(left, right, count: count)
         Self.meter(left, right, count: count, peak: &meters.outputPeak, squares: &meters.outputSquares)
-        meters.frames += count
+        meters.frames &+= count
         // Stages keep their deepest reduction since last asked; the meters keep it until read.
         // The hearing stage compresses too: its deepest band reduction counts as the compressor's.
         meters.compressorReductionDB = max(max(meters.compressorReductionDB, compressor.peakReductionDB),
@@ -229,11 +226,11 @@ public struct Chain: ~Copyable {
         if outputGain.isSettled && outputGain.value == 1 { return }
         if outputGain.isSettled {
             let gain = Float(outputGain.value)
-            for i in 0..<count { left[i] *= gain }
-            if let right { for i in 0..<count { right[i] *= gain } }
+            for i in upTo(count) { left[i] *= gain }
+            if let right { for i in upTo(count) { right[i] *= gain } }
             return
         }
-        for i in 0..<count {
+        for i in upTo(count) {
             outputGain.step()
             let gain = Float(outputGain.value)
             left[i] *= gain
@@ -247,7 +244,7 @@ public struct Chain: ~Copyable {
         let start = dryPosition
         dryPosition = mixChannel(left, dry: dry, delay: dryDelay, count: count, from: start)
         if let right { _ = mixChannel(right, dry: dry + tickLength, delay: dryDelay + latency, count: count, from: start) }
-        if !wetMix.isSettled { for _ in 0..<count { wetMix.step() } }
+        if !wetMix.isSettled { for _ in upTo(count) { wetMix.step() } }
     }
 
     /// Pushes one channel's dry input through its delay and, while bypass moves, mixes it in.
@@ -257,10 +254,10 @@ public struct Chain: ~Copyable {
         var position = start
         var mix = wetMix
         let settledWet = mix.isSettled && mix.value == 1
-        for i in 0..<count {
+        for i in upTo(count) {
             let delayed = delay[position]
             delay[position] = dry[i]
-            position = position + 1 == length ? 0 : position + 1
+            position = position &+ 1 == length ? 0 : position &+ 1
             if settledWet { continue }
             mix.step()
             let wet = Float(mix.value)
@@ -274,8 +271,8 @@ public struct Chain: ~Copyable {
     @inline(__always) func clampToMaximumOutput(_ left: UnsafeMutablePointer<Float>,
                                                 _ right: UnsafeMutablePointer<Float>?, count: Int) {
         let top = maximumOutput
-        for i in 0..<count { left[i] = max(min(left[i], top), -top) }
-        if let right { for i in 0..<count { right[i] = max(min(right[i], top), -top) } }
+        for i in upTo(count) { left[i] = max(min(left[i], top), -top) }
+        if let right { for i in upTo(count) { right[i] = max(min(right[i], top), -top) } }
     }
 
     @inline(__always) static func meter(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
@@ -283,19 +280,19 @@ public struct Chain: ~Copyable {
         // Four partial sums and maxima break the add chain, so the loop runs at the adder's throughput.
         var t0 = peak, t1: Float = 0, t2: Float = 0, t3: Float = 0
         var s0: Float = 0, s1: Float = 0, s2: Float = 0, s3: Float = 0
-        for channel in 0..<(right == nil ? 1 : 2) {
+        for channel in upTo(right == nil ? 1 : 2) {
             let samples = channel == 0 ? left : right ?? left
             var i = 0
-            while i + 4 <= count {
-                let a = samples[i], b = samples[i + 1], c = samples[i + 2], d = samples[i + 3]
+            while i &+ 4 <= count {
+                let a = samples[i], b = samples[i &+ 1], c = samples[i &+ 2], d = samples[i &+ 3]
                 t0 = max(t0, abs(a)); t1 = max(t1, abs(b)); t2 = max(t2, abs(c)); t3 = max(t3, abs(d))
                 s0 += a * a; s1 += b * b; s2 += c * c; s3 += d * d
-                i += 4
+                i &+= 4
             }
             while i < count {
                 t0 = max(t0, abs(samples[i]))
                 s0 += samples[i] * samples[i]
-                i += 1
+                i &+= 1
             }
         }
         peak = max(max(t0, t1), max(t2, t3))
@@ -304,7 +301,7 @@ public struct Chain: ~Copyable {
 
     /// True when a filter register holds a subnormal number (a test hook for the denormal guard).
     public var holdsSubnormalState: Bool {
-        for i in 0..<12 where equalizer.state[i].s1.isSubnormal || equalizer.state[i].s2.isSubnormal { return true }
+        for i in upTo(12) where equalizer.state[i].s1.isSubnormal || equalizer.state[i].s2.isSubnormal { return true }
         return compressor.smoothedDB.isSubnormal || multiband.holdsSubnormalState
     }
 }

@@ -128,24 +128,24 @@ public struct Compressor: ~Copyable {
             let curve = self.curve
             // 20 log10(x) via log2; the floor keeps silence finite (-200 dBFS).
             if let right {
-                for i in 0..<count {
+                for i in upTo(count) {
                     let peak = max(abs(left[i]), abs(right[i]))
                     gainDB[i] = curve.gainChangeDB(levelDB: 6.0206 * FastMath.log2(max(peak, 1e-10)))
                 }
             } else {
-                for i in 0..<count {
+                for i in upTo(count) {
                     gainDB[i] = curve.gainChangeDB(levelDB: 6.0206 * FastMath.log2(max(abs(left[i]), 1e-10)))
                 }
             }
         } else {
-            for i in 0..<count { gainDB[i] = 0 }
+            for i in upTo(count) { gainDB[i] = 0 }
         }
 
         let attack = attackCoefficient, release = releaseCoefficient
         let makeupDB = makeup.value
         var smoothed = smoothedDB
         var deepest = smoothed
-        for i in 0..<count {
+        for i in upTo(count) {
             let target = Double(gainDB[i])
             // One multiply-add on the loop-carried path: c * smoothed + (1 - c) * target.
             let attacking = target < smoothed
@@ -159,8 +159,8 @@ public struct Compressor: ~Copyable {
         smoothedDB = smoothed
         peakReductionDB = max(peakReductionDB, Float(-deepest))
 
-        for i in 0..<count { left[i] *= FastMath.exp2(gainDB[i]) }
-        if let right { for i in 0..<count { right[i] *= FastMath.exp2(gainDB[i]) } }
+        for i in upTo(count) { left[i] *= FastMath.exp2(gainDB[i]) }
+        if let right { for i in upTo(count) { right[i] *= FastMath.exp2(gainDB[i]) } }
     }
 
     public mutating func reset() {

@@ -64,7 +64,7 @@ public struct Equalizer: Sendable {
 
     /// Jumps to the targets at once (at start-up, where there is nothing to glide from).
     public mutating func snap() {
-        for b in 0..<Self.bandCount {
+        for b in upTo(Self.bandCount) {
             bands[b].log2Frequency.jump(to: bands[b].log2Frequency.target)
             bands[b].gainDB.jump(to: bands[b].gainDB.target)
             bands[b].log2Q.jump(to: bands[b].log2Q.target)
@@ -77,16 +77,18 @@ public struct Equalizer: Sendable {
 
     /// Once per control period: glide moving bands one step and redesign them.
     @inline(__always) public mutating func tick() {
-        for i in 0..<activeCount { for c in 0..<channels { state[c * Self.bandCount + active[i]].flushTiny() } }
+        for i in upTo(activeCount) {
+            for c in upTo(channels) { state[unchecked: c &* Self.bandCount &+ active[unchecked: i]].flushTiny() }
+        }
         guard moving else { return }
         var stillMoving = false
-        for b in 0..<Self.bandCount {
-            var band = bands[b]
+        for b in upTo(Self.bandCount) {
+            var band = bands[unchecked: b]
             if band.log2Frequency.isSettled && band.gainDB.isSettled && band.log2Q.isSettled && band.amount.isSettled {
                 continue
             }
             band.log2Frequency.step(); band.gainDB.step(); band.log2Q.step(); band.amount.step()
-            bands[b] = band
+            bands[unchecked: b] = band
             design(b)
             stillMoving = true
         }
@@ -94,16 +96,16 @@ public struct Equalizer: Sendable {
         collectActive()
     }
 
-    /// The section band `b` runs right now.
+    /// The section band `b` (0 ..< 6) runs right now.
     func section(_ b: Int) -> Biquad {
-        let band = bands[b]
+        let band = bands[unchecked: b]
         return section(b, log2Frequency: band.log2Frequency.value, gainDB: band.gainDB.value, log2Q: band.log2Q.value,
                        amount: band.amount.value)
     }
 
-    /// The section band `b` runs once its glides have arrived.
+    /// The section band `b` (0 ..< 6) runs once its glides have arrived.
     func targetSection(_ b: Int) -> Biquad {
-        let band = bands[b]
+        let band = bands[unchecked: b]
         return section(b, log2Frequency: band.log2Frequency.target, gainDB: band.gainDB.target, log2Q: band.log2Q.target,
                        amount: band.amount.target)
     }
@@ -117,11 +119,11 @@ public struct Equalizer: Sendable {
         let top = 0.49 * sampleRate
         var peak = 0.0  // squared magnitude of the highest point; 1 = 0 dB (a cut never lowers the bound below 0 dB)
         var sections = InlineArray<6, Biquad>(repeating: .identity)
-        for b in 0..<Self.bandCount { sections[b] = targetSection(b) }
+        for b in upTo(Self.bandCount) { sections[b] = targetSection(b) }
         func response(_ f: Double) -> Double {
             let cosine = LibM.cos(2 * Double.pi * f / sampleRate)
             var product = 1.0
-            for b in 0..<Self.bandCount { product *= sections[b].squaredMagnitude(cosine: cosine) }
+            for b in upTo(Self.bandCount) { product *= sections[b].squaredMagnitude(cosine: cosine) }
             return product
         }
         var f = 20.0
@@ -129,7 +131,7 @@ public struct Equalizer: Sendable {
             peak = max(peak, response(f))
             f *= 1.0293022366434921  // 2^(1/24)
         }
-        for b in 0..<Self.bandCount {
+        for b in upTo(Self.bandCount) {
             peak = max(peak, response(min(LibM.exp2(bands[b].log2Frequency.target), top)))
         }
         return 10 * LibM.log10(max(peak, 1))
@@ -151,17 +153,18 @@ public struct Equalizer: Sendable {
 
     mutating func design(_ b: Int) {
         let next = section(b)
-        if next.isIdentity && !coefficients[b].isIdentity {
-            for c in 0..<2 { state[c * Self.bandCount + b] = BiquadState() }
+        if next.isIdentity && !coefficients[unchecked: b].isIdentity {
+            for c in upTo(2) { state[unchecked: c &* Self.bandCount &+ b] = BiquadState() }
         }
-        coefficients[b] = next
+        coefficients[unchecked: b] = next
     }
 
+    /// `active` holds the bands that are not flat, so `activeCount` is 0 ... 6 and each entry 0 ..< 6.
     mutating func collectActive() {
         activeCount = 0
-        for b in 0..<Self.bandCount where !coefficients[b].isIdentity {
-            active[activeCount] = b
-            activeCount += 1
+        for b in upTo(Self.bandCount) where !coefficients[unchecked: b].isIdentity {
+            active[unchecked: activeCount] = b
+            activeCount &+= 1
         }
     }
 
@@ -174,7 +177,7 @@ public struct Equalizer: Sendable {
     /// The designed magnitude response of the whole cascade at `frequency`, in dB.
     public func responseDB(atFrequency frequency: Double) -> Double {
         var db = 0.0
-        for b in 0..<Self.bandCount {
+        for b in upTo(Self.bandCount) {
             db += 20 * LibM.log10(coefficients[b].magnitude(atFrequency: frequency, sampleRate: sampleRate))
         }
         return db
@@ -203,31 +206,34 @@ public struct Equalizer: Sendable {
         var sections = sections
         var leftState = InlineArray<N, BiquadState>(repeating: BiquadState())
         var rightState = InlineArray<N, BiquadState>(repeating: BiquadState())
-        for k in 0..<N {
-            sections[k] = coefficients[active[k]]
-            leftState[k] = state[active[k]]
-            rightState[k] = state[Self.bandCount + active[k]]
+        // N == activeCount <= 6, and every active entry is a band (collectActive).
+        for k in upTo(N) {
+            let band = active[unchecked: k]
+            sections[unchecked: k] = coefficients[unchecked: band]
+            leftState[unchecked: k] = state[unchecked: band]
+            rightState[unchecked: k] = state[unchecked: Self.bandCount &+ band]
         }
         if let right, channels == 2 {
-            for i in 0..<count {
+            for i in upTo(count) {
                 var x = Double(left[i]), y = Double(right[i])
-                for k in 0..<N {
-                    x = leftState[k].filter(x, sections[k])
-                    y = rightState[k].filter(y, sections[k])
+                for k in upTo(N) {
+                    x = leftState[unchecked: k].filter(x, sections[unchecked: k])
+                    y = rightState[unchecked: k].filter(y, sections[unchecked: k])
                 }
                 left[i] = Float(x)
                 right[i] = Float(y)
             }
         } else {
-            for i in 0..<count {
+            for i in upTo(count) {
                 var x = Double(left[i])
-                for k in 0..<N { x = leftState[k].filter(x, sections[k]) }
+                for k in upTo(N) { x = leftState[unchecked: k].filter(x, sections[unchecked: k]) }
                 left[i] = Float(x)
             }
         }
-        for k in 0..<N {
-            state[active[k]] = leftState[k]
-            state[Self.bandCount + active[k]] = rightState[k]
+        for k in upTo(N) {
+            let band = active[unchecked: k]
+            state[unchecked: band] = leftState[unchecked: k]
+            state[unchecked: Self.bandCount &+ band] = rightState[unchecked: k]
         }
     }
 

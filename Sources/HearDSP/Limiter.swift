@@ -92,7 +92,7 @@ public struct Limiter: ~Copyable {
         guard ticksSinceResum >= 256 else { return }
         ticksSinceResum = 0
         var sum = 0.0
-        for i in 0..<window { sum += history[i] }
+        for i in upTo(window) { sum += history[i] }
         historySum = sum
     }
 
@@ -107,7 +107,7 @@ public struct Limiter: ~Copyable {
         let inverseWindow = 1 / Double(window)
         let rightDelay = delay + lookahead
         var deepest = 1.0
-        for i in 0..<count {
+        for i in upTo(count) {
             let inLeft = left[i]
             let inRight = right?[i] ?? 0
             let peak = max(abs(inLeft), abs(inRight))
@@ -168,7 +168,7 @@ public struct Limiter: ~Copyable {
                                               count: Int) {
         let rightDelay = delay + lookahead
         var position = delayPosition
-        for i in 0..<count {
+        for i in upTo(count) {
             let delayedLeft = delay[position]
             delay[position] = left[i]
             left[i] = delayedLeft

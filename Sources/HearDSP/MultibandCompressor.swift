@@ -92,7 +92,7 @@ public struct MultibandCompressor: ~Copyable {
         // A hold spans one period of the band's lowest frequency: twice the period of the
         // rectified signal, so each hold block sees a peak.
         var hold = InlineArray<6, Int>(repeating: 1)
-        for band in 0..<6 {
+        for band in upTo(6) {
             let samples = band == 0 ? sampleRate / 100 : sampleRate / crossover.crossovers[band - 1]
             hold[band] = max(1, Int((samples / Double(step)).rounded(.up)))
         }
@@ -110,7 +110,7 @@ public struct MultibandCompressor: ~Copyable {
         branches = .allocate(capacity: 2 * capacity)
         branches.initialize(repeating: .zero, count: 2 * capacity)
         ramp = .allocate(capacity: step)
-        for k in 0..<step { (ramp + k).initialize(to: Float(k + 1)) }
+        for k in upTo(step) { (ramp + k).initialize(to: Float(k + 1)) }
         set(values, gainCeilingDB: gainCeilingDB)
         snap()
     }
@@ -128,15 +128,15 @@ public struct MultibandCompressor: ~Copyable {
     public mutating func set(_ values: ParameterValues, gainCeilingDB: Double = .infinity) {
         let firstGain = Parameter.mbLeftGain1.rawValue, firstRatio = Parameter.mbLeftRatio1.rawValue
         let firstKnee = Parameter.mbKnee1.rawValue
-        for k in 0..<12 {
+        for k in upTo(12) {
             gainDB[k].target = min(Double(values[firstGain + k]), gainCeilingDB)
             slope[k].target = 1 / Double(max(values[firstRatio + k], 1)) - 1
         }
-        for band in 0..<Self.bandCount { kneeDB[band].target = Double(values[firstKnee + band]) }
+        for band in upTo(Self.bandCount) { kneeDB[band].target = Double(values[firstKnee + band]) }
         expansionDB.target = Double(values[.mbExpansion])
         amount.target = values[.mbEnable] != 0 ? 1 : 0
         let attack = Double(values[.mbAttack]) / 1000, release = Double(values[.mbRelease]) / 1000
-        for band in 0..<Self.bandCount { setTimes(band: band, attack: attack, release: release) }
+        for band in upTo(Self.bandCount) { setTimes(band: band, attack: attack, release: release) }
         moving = true
     }
 
@@ -155,11 +155,11 @@ public struct MultibandCompressor: ~Copyable {
 
     /// Jumps to the targets at once (at start-up, where there is nothing to glide from).
     public mutating func snap() {
-        for k in 0..<12 {
+        for k in upTo(12) {
             gainDB[k].jump(to: gainDB[k].target)
             slope[k].jump(to: slope[k].target)
         }
-        for band in 0..<Self.bandCount { kneeDB[band].jump(to: kneeDB[band].target) }
+        for band in upTo(Self.bandCount) { kneeDB[band].jump(to: kneeDB[band].target) }
         expansionDB.jump(to: expansionDB.target)
         amount.jump(to: amount.target)
         moving = false
@@ -178,11 +178,11 @@ public struct MultibandCompressor: ~Copyable {
         crossover.flushTiny()
         guard moving else { return }
         var stillMoving = false
-        for k in 0..<12 where !(gainDB[k].isSettled && slope[k].isSettled) {
+        for k in upTo(12) where !(gainDB[k].isSettled && slope[k].isSettled) {
             gainDB[k].step(); slope[k].step()
             stillMoving = true
         }
-        for band in 0..<Self.bandCount where !kneeDB[band].isSettled {
+        for band in upTo(Self.bandCount) where !kneeDB[band].isSettled {
             kneeDB[band].step()
             stillMoving = true
         }
@@ -210,17 +210,17 @@ public struct MultibandCompressor: ~Copyable {
         crossover.split(left, right, count: count, into: bands, stride: capacity, scratch: branches)
         // 2. Per band: level, gain per ear, and the sum of the bands.
         let wetLeft = wet, wetRight = wet + capacity
-        for i in 0..<count { wetLeft[i] = 0; wetRight[i] = 0 }
-        for band in 0..<Self.bandCount { processBand(band, stereo: right != nil, count: count) }
+        for i in upTo(count) { wetLeft[i] = 0; wetRight[i] = 0 }
+        for band in upTo(Self.bandCount) { processBand(band, stereo: right != nil, count: count) }
         stepPosition = (stepPosition + count) % step
         // 3. Out, crossfaded with the input while the stage switches on or off.
         if amount.isSettled {
-            for i in 0..<count { left[i] = wetLeft[i] }
-            if let right { for i in 0..<count { right[i] = wetRight[i] } }
+            for i in upTo(count) { left[i] = wetLeft[i] }
+            if let right { for i in upTo(count) { right[i] = wetRight[i] } }
             return
         }
         var mix = amount
-        for i in 0..<count {
+        for i in upTo(count) {
             mix.step()
             let a = Float(mix.value)
             left[i] += a * (wetLeft[i] - left[i])
@@ -244,8 +244,8 @@ public struct MultibandCompressor: ~Copyable {
             let n = min(step &- position, count &- i)
             let x = bandLeft + i, y = bandRight + i, r = ramp + position
             let outLeft = gainLeft + i, outRight = gainRight + i
-            for k in 0..<n { outLeft[k] = startLeft + deltaLeft * r[k] }
-            if stereo { for k in 0..<n { outRight[k] = startRight + deltaRight * r[k] } }
+            for k in upTo(n) { outLeft[k] = startLeft + deltaLeft * r[k] }
+            if stereo { for k in upTo(n) { outRight[k] = startRight + deltaRight * r[k] } }
             peak = max(peak, Self.peak(x, stereo ? y : nil, count: n))
             i &+= n
             position &+= n
@@ -267,8 +267,8 @@ public struct MultibandCompressor: ~Copyable {
         linearStep[6 + band] = deltaRight
         // The band under its gains, into the sum (vectorizes).
         let wetLeft = wet, wetRight = wet + capacity
-        for k in 0..<count { wetLeft[k] += gainLeft[k] * bandLeft[k] }
-        if stereo { for k in 0..<count { wetRight[k] += gainRight[k] * bandRight[k] } }
+        for k in upTo(count) { wetLeft[k] += gainLeft[k] * bandLeft[k] }
+        if stereo { for k in upTo(count) { wetRight[k] += gainRight[k] * bandRight[k] } }
     }
 
     /// The largest magnitude among `count` samples of one or two channels. Four running maxima

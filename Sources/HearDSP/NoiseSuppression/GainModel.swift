@@ -95,8 +95,8 @@ public struct GainModel: ~Copyable {
         // The payload, in export order: dense W (d x inputs), b; per GRU W_ih, W_hh, b_ih, b_hh; output W (o x 2h), b.
         var position = Self.headerBytes
         func read(into offset: Int, rows: Int, columns: Int, rowStride: Int) {
-            for r in 0..<rows {
-                for c in 0..<columns {
+            for r in upTo(rows) {
+                for c in upTo(columns) {
                     let bits = blob.loadUnaligned(fromByteOffset: position, as: UInt16.self).littleEndian
                     weights[offset + r * rowStride + c] = Float(Float16(bitPattern: bits))
                     position += 2
@@ -126,7 +126,7 @@ public struct GainModel: ~Copyable {
 
     /// Clears the recurrent state (a stream restarts).
     @_noLocks public mutating func reset() {
-        for i in 0..<hidden {
+        for i in upTo(hidden) {
             arena[state1 + i] = 0
             arena[state2 + i] = 0
         }
@@ -137,14 +137,14 @@ public struct GainModel: ~Copyable {
         guard isAvailable else { return }
         let a = arena
         Self.multiply(a + denseWeights, rows: dense, columns: inputColumns, a + input, plus: a + denseBias, into: a + denseOut)
-        for i in 0..<dense { a[denseOut + i] = Self.tanh(a[denseOut + i]) }
+        for i in upTo(dense) { a[denseOut + i] = Self.tanh(a[denseOut + i]) }
         gru(input: a + denseOut, inputColumns: dense, weights: gru1Input, recurrent: gru1Recurrent,
             inputBias: gru1InputBias, recurrentBias: gru1RecurrentBias, state: state1)
         gru(input: a + state1, inputColumns: hidden, weights: gru2Input, recurrent: gru2Recurrent,
             inputBias: gru2InputBias, recurrentBias: gru2RecurrentBias, state: state2)
         // [h1; h2] are adjacent in the arena (hidden is a multiple of 8, so no padding between them).
         Self.multiply(a + outputWeights, rows: outputs, columns: 2 * hidden, a + state1, plus: a + outputBias, into: a + output)
-        for i in 0..<outputs { a[output + i] = Self.sigmoid(a[output + i]) }
+        for i in upTo(outputs) { a[output + i] = Self.sigmoid(a[output + i]) }
     }
 
     @inline(__always) func gru(input x: UnsafeMutablePointer<Float>, inputColumns: Int, weights: Int, recurrent: Int,
@@ -153,7 +153,7 @@ public struct GainModel: ~Copyable {
         Self.multiply(a + weights, rows: 3 * h, columns: inputColumns, x, plus: a + inputBias, into: a + gatesInput)
         Self.multiply(a + recurrent, rows: 3 * h, columns: h, a + state, plus: a + recurrentBias, into: a + gatesRecurrent)
         let gi = a + gatesInput, gh = a + gatesRecurrent, s = a + state
-        for i in 0..<h {
+        for i in upTo(h) {
             let r = Self.sigmoid(gi[i] + gh[i])
             let z = Self.sigmoid(gi[h + i] + gh[h + i])
             let n = Self.tanh(gi[2 * h + i] + r * gh[2 * h + i])
@@ -172,7 +172,7 @@ public struct GainModel: ~Copyable {
             let row0 = UnsafeRawPointer(w + r * columns), row1 = UnsafeRawPointer(w + (r + 1) * columns)
             let row2 = UnsafeRawPointer(w + (r + 2) * columns), row3 = UnsafeRawPointer(w + (r + 3) * columns)
             var s0 = SIMD8<Float>(), s1 = SIMD8<Float>(), s2 = SIMD8<Float>(), s3 = SIMD8<Float>()
-            for j in 0..<blocks {
+            for j in upTo(blocks) {
                 let offset = j * 32
                 let v = vector.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
                 s0 += row0.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * v
@@ -189,7 +189,7 @@ public struct GainModel: ~Copyable {
         while r < rows {
             let row = UnsafeRawPointer(w + r * columns)
             var s = SIMD8<Float>()
-            for j in 0..<blocks {
+            for j in upTo(blocks) {
                 s += row.loadUnaligned(fromByteOffset: j * 32, as: SIMD8<Float>.self) * vector.loadUnaligned(fromByteOffset: j * 32, as: SIMD8<Float>.self)
             }
             out[r] = s.sum() + bias[r]

@@ -30,10 +30,10 @@ extension NoiseSuppressor {
 
     /// A statistics bin's value spread to every spectrum bin it stands for.
     @inline(__always) func expand(_ stats: UnsafeMutablePointer<Float>, into perBin: UnsafeMutablePointer<Float>) {
-        for k in 0..<statsSplit { perBin[k] = stats[k] }
-        for j in statsSplit..<statsBins {
+        for k in upTo(statsSplit) { perBin[k] = stats[k] }
+        for j in loop(from: statsSplit, upTo: statsBins) {
             let v = stats[j]
-            for k in statsFirst[j]..<statsFirst[j + 1] { perBin[k] = v }
+            for k in loop(from: statsFirst[j], upTo: statsFirst[j + 1]) { perBin[k] = v }
         }
     }
 
@@ -47,7 +47,7 @@ extension NoiseSuppressor {
         bands.average(binPower, into: bandEnergy)
         let f = model.features
         let toDB: Float = 3.0103  // 10 log10(x) = 3.0103 log2(x)
-        for b in 0..<count {
+        for b in upTo(count) {
             let has: Float = bands.inverseWeight[b] > 0 ? 1 : 0
             let power = bandEnergy[b]
             let level = levelScale * power
@@ -73,7 +73,7 @@ extension NoiseSuppressor {
         model.step()
         let count = SpeechBandLayout.count
         let result = model.result
-        for b in 0..<count { bandGain[b] = max(result[b], 0.6 * bandGain[b]) }
+        for b in upTo(count) { bandGain[b] = max(result[b], 0.6 * bandGain[b]) }
         bands.interpolate(bandGain, into: learnedBinGain)
         modelSpeech = count < model.outputs ? result[count] : 0
     }
@@ -86,7 +86,7 @@ extension NoiseSuppressor {
     /// beat either alone and the minimum of the two (EVALUATION.md).
     @inline(__always) func blendLearnedGains() {
         let floor = floorGain, strength = mix, weight = learnedMix
-        for k in 1..<bins {
+        for k in loop(from: 1, upTo: bins) {
             let g = max(LibM.sqrt(learnedBinGain[k] * binGain[k]), floor)
             let learned = 1 - strength * (1 - g)
             appliedGain[k] += weight * (learned - appliedGain[k])

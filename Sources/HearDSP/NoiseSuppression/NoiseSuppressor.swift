@@ -210,17 +210,17 @@ public struct NoiseSuppressor: ~Copyable {
         overlapWindow = .allocate(capacity: 2 * m)
         func hann(_ j: Int) -> Double { 0.5 - 0.5 * LibM.cos(Double.pi * Double(j) / Double(m)) }  // period 2M
         let rise = n - m
-        for i in 0..<rise {
+        for i in upTo(rise) {
             analysisWindow[i] = Float(LibM.sqrt(0.5 - 0.5 * LibM.cos(Double.pi * Double(i) / Double(rise))))
         }
-        for i in rise..<n { analysisWindow[i] = Float(LibM.sqrt(hann(i - (n - 2 * m)))) }
-        for j in 0..<(2 * m) {
+        for i in loop(from: rise, upTo: n) { analysisWindow[i] = Float(LibM.sqrt(hann(i - (n - 2 * m)))) }
+        for j in upTo(2 * m) {
             let a = Double(analysisWindow[n - 2 * m + j])
             synthesisWindow[j] = a > 0 ? Float(hann(j) / a) : 0
             overlapWindow[j] = Float(hann(j))
         }
         var windowEnergy = 0.0
-        for i in 0..<n { windowEnergy += Double(analysisWindow[i]) * Double(analysisWindow[i]) }
+        for i in upTo(n) { windowEnergy += Double(analysisWindow[i]) * Double(analysisWindow[i]) }
         powerNormalization = Float(1 / (Double(n) * windowEnergy))
 
         func buffer(_ count: Int, _ value: Float = 0) -> UnsafeMutablePointer<Float> {
@@ -273,8 +273,8 @@ public struct NoiseSuppressor: ~Copyable {
         binPower = buffer(bins)
         binGain = buffer(bins, 1)
         statsWeight = buffer(statsBins)
-        for j in 0..<statsBins {
-            for k in statsFirst[j]..<statsFirst[j + 1] { statsWeight[j] += k == 0 || k == bins - 1 ? 1 : 2 }
+        for j in upTo(statsBins) {
+            for k in loop(from: statsFirst[j], upTo: statsFirst[j + 1]) { statsWeight[j] += k == 0 || k == bins - 1 ? 1 : 2 }
         }
 
         let frameSeconds = Double(group * m) / sampleRate  // statistics run once per group of frames
@@ -435,9 +435,9 @@ public struct NoiseSuppressor: ~Copyable {
     @inline(__always) mutating func analyze(stereo: Bool) -> Bool {
         let n = frameLength
         let channelCount = stereo ? 2 : 1
-        for c in 0..<channelCount {
+        for c in upTo(channelCount) {
             let samples = input + c * inputCapacity + inputStart
-            for i in 0..<n { frame[i] = samples[i] * analysisWindow[i] }
+            for i in upTo(n) { frame[i] = samples[i] * analysisWindow[i] }
             fft.forward(frame, real: spectrumReal + c * bins, imaginary: spectrumImaginary + c * bins)
         }
         // Statistics and gains are updated every second frame (every 2M samples, 5.3 ms at 48 kHz)
@@ -450,23 +450,23 @@ public struct NoiseSuppressor: ~Copyable {
         let keep: Float = 1 - weight
         if stereo {
             let r2 = spectrumReal + bins, i2 = spectrumImaginary + bins
-            for k in 0..<bins {
+            for k in upTo(bins) {
                 let a = spectrumReal[k] * spectrumReal[k] + spectrumImaginary[k] * spectrumImaginary[k]
                 let b = r2[k] * r2[k] + i2[k] * i2[k]
                 binPower[k] = keep * binPower[k] + weight * 0.5 * (a + b)
             }
         } else {
-            for k in 0..<bins {
+            for k in upTo(bins) {
                 binPower[k] = keep * binPower[k] + weight * (spectrumReal[k] * spectrumReal[k] + spectrumImaginary[k] * spectrumImaginary[k])
             }
         }
         if last {
             // The statistics' bins: every bin up to `statsSplit`, the bands' mean power above.
-            for k in 0..<statsSplit { power[k] = binPower[k] }
-            for j in statsSplit..<statsBins {
+            for k in upTo(statsSplit) { power[k] = binPower[k] }
+            for j in loop(from: statsSplit, upTo: statsBins) {
                 let from = statsFirst[j], to = statsFirst[j + 1]
                 var sum: Float = 0
-                for i in from..<to { sum += binPower[i] }
+                for i in loop(from: from, upTo: to) { sum += binPower[i] }
                 power[j] = sum / Float(to - from)
             }
             trackNoise()
@@ -490,37 +490,37 @@ public struct NoiseSuppressor: ~Copyable {
 
         if mix == 0 {
             // Off and settled: the frame passes unchanged, so its share of the output is x · Hann.
-            for c in 0..<channelCount {
+            for c in upTo(channelCount) {
                 let samples = input + c * inputCapacity + inputStart + (n - 2 * m), acc = accumulator + c * 2 * m
-                for j in 0..<(2 * m) { acc[j] += samples[j] * overlapWindow[j] }
+                for j in upTo(2 * m) { acc[j] += samples[j] * overlapWindow[j] }
             }
             if last {
-                for k in 0..<bins { appliedGain[k] = 1 }
-                for k in 0..<statsBins { gain[k] = 1; cleanPower[k] = power[k] }
+                for k in upTo(bins) { appliedGain[k] = 1 }
+                for k in upTo(statsBins) { gain[k] = 1; cleanPower[k] = power[k] }
             }
         } else {
             if let maskOverride {
-                for k in 0..<bins { appliedGain[k] = maskOverride[k] }
+                for k in upTo(bins) { appliedGain[k] = maskOverride[k] }
             } else if last {
                 computeGain()
                 learnedStep()
             }
-            for c in 0..<channelCount {
+            for c in upTo(channelCount) {
                 let re = spectrumReal + c * bins, im = spectrumImaginary + c * bins
-                for k in 0..<bins {
+                for k in upTo(bins) {
                     re[k] *= appliedGain[k]
                     im[k] *= appliedGain[k]
                 }
                 fft.inverse(real: re, imaginary: im, output: frame, first: n - 2 * m)
                 let tail = frame + (n - 2 * m), acc = accumulator + c * 2 * m
-                for j in 0..<(2 * m) { acc[j] += tail[j] * synthesisWindow[j] }
+                for j in upTo(2 * m) { acc[j] += tail[j] * synthesisWindow[j] }
             }
         }
 
         // The first M accumulated samples are complete: hand them out and shift the rest down.
-        for c in 0..<channelCount {
+        for c in upTo(channelCount) {
             let acc = accumulator + c * 2 * m, out = ready + c * m
-            for j in 0..<m {
+            for j in upTo(m) {
                 out[j] = acc[j]
                 acc[j] = acc[j + m]
                 acc[j + m] = 0
@@ -530,7 +530,7 @@ public struct NoiseSuppressor: ~Copyable {
         if inputStart + n + m <= inputCapacity {
             inputStart += m
         } else {
-            for c in 0..<channelCount {
+            for c in upTo(channelCount) {
                 let channel = input + c * inputCapacity
                 UnsafeMutableRawPointer(channel).copyMemory(from: channel + inputStart + m, byteCount: (n - m) * MemoryLayout<Float>.stride)
             }
@@ -573,13 +573,13 @@ public struct NoiseSuppressor: ~Copyable {
         if framesSinceReset < warmupFrames {
             // Start from the first frames' mean: they are taken as noise.
             let weight = 1 / Float(framesSinceReset + 1)
-            for k in 0..<statsBins { noise[k] = max(noise[k] + weight * (power[k] - noise[k]), floorPower) }
+            for k in upTo(statsBins) { noise[k] = max(noise[k] + weight * (power[k] - noise[k]), floorPower) }
         } else {
             // p(H1 | y) with a fixed a-priori SNR of 15 dB under speech presence.
             let xiH1: Float = 31.622776
             let c1 = 1 + xiH1, c2 = xiH1 / (1 + xiH1) * 1.442695041
             let alphaP = presenceSmoothing, alphaN = noiseSmoothing
-            for k in 0..<statsBins {
+            for k in upTo(statsBins) {
                 let lambda = noise[k]
                 let ratio = power[k] / lambda
                 var p = 1 / (1 + c1 * FastMath.exp2(-c2 * ratio))
@@ -593,7 +593,7 @@ public struct NoiseSuppressor: ~Copyable {
         }
         trackMinimum()
         var total: Float = 0
-        for k in 0..<statsBins { total += statsWeight[k] * noise[k] }
+        for k in upTo(statsBins) { total += statsWeight[k] * noise[k] }
         noiseFloorDB = 10 * 0.30103 * FastMath.log2(max(total * powerNormalization, 1e-14))
     }
 
@@ -604,7 +604,7 @@ public struct NoiseSuppressor: ~Copyable {
         let alpha = powerSmoothing
         let bias = minimumBias
         if framesSinceReset < warmupFrames {
-            for k in 0..<statsBins {
+            for k in upTo(statsBins) {
                 smoothedPower[k] = noise[k]
                 windowMinimum[k] = noise[k]
                 windowMaximum[k] = noise[k]
@@ -613,7 +613,7 @@ public struct NoiseSuppressor: ~Copyable {
         }
         // The ceiling: the minimum over the past sub-windows (kept up to date when one completes)
         // and the current one.
-        for k in 0..<statsBins {
+        for k in upTo(statsBins) {
             let smoothed = alpha * smoothedPower[k] + (1 - alpha) * power[k]
             smoothedPower[k] = smoothed
             let current = min(windowMinimum[k], smoothed)
@@ -626,16 +626,16 @@ public struct NoiseSuppressor: ~Copyable {
             minimumFrame = 0
             relearnIfStuck()
             let slot = pastMinima + minimumSlot * statsBins
-            for k in 0..<statsBins {
+            for k in upTo(statsBins) {
                 slot[k] = windowMinimum[k]
                 windowMinimum[k] = smoothedPower[k]
                 windowMaximum[k] = smoothedPower[k]
             }
             minimumSlot = minimumSlot + 1 == minimumWindows ? 0 : minimumSlot + 1
-            for k in 0..<statsBins { pastMinimum[k] = pastMinima[k] }
-            for w in 1..<minimumWindows {
+            for k in upTo(statsBins) { pastMinimum[k] = pastMinima[k] }
+            for w in loop(from: 1, upTo: minimumWindows) {
                 let past = pastMinima + w * statsBins
-                for k in 0..<statsBins { pastMinimum[k] = min(pastMinimum[k], past[k]) }
+                for k in upTo(statsBins) { pastMinimum[k] = min(pastMinimum[k], past[k]) }
             }
         }
     }
@@ -652,7 +652,7 @@ public struct NoiseSuppressor: ~Copyable {
         let margin: Float = 8  // the sub-window's minimum at least 9 dB above the estimate
         let steadiness: Float = 4  // and its maximum within 6 dB of its minimum
         var stuck = 0, active = 0
-        for k in 0..<statsBins {
+        for k in upTo(statsBins) {
             let low = windowMinimum[k], high = windowMaximum[k]
             active &+= high > 0 ? 1 : 0
             stuck &+= low > margin * noise[k] && high < steadiness * low ? 1 : 0
@@ -667,11 +667,11 @@ public struct NoiseSuppressor: ~Copyable {
         guard stuckWindows >= 2 else { return }
         stuckWindows = 0
         let bias = minimumBias
-        for k in 0..<statsBins where windowMinimum[k] > margin * noise[k] {
+        for k in upTo(statsBins) where windowMinimum[k] > margin * noise[k] {
             let low = windowMinimum[k]
             noise[k] = bias * low
             // The past sub-windows held the silence: their minima would pull the ceiling back down.
-            for w in 0..<minimumWindows {
+            for w in upTo(minimumWindows) {
                 let past = pastMinima + w * statsBins
                 past[k] = max(past[k], low)
             }
@@ -686,7 +686,7 @@ public struct NoiseSuppressor: ~Copyable {
         let alpha = decisionDirected
         let beta = prioriSmoothing
         let scale = noiseScale
-        for k in 0..<statsBins {
+        for k in upTo(statsBins) {
             let inverseNoise = 1 / (noise[k] * scale)
             let gamma = power[k] * inverseNoise
             let xi = max(alpha * cleanPower[k] * inverseNoise + (1 - alpha) * max(gamma - 1, 0), xiMin)
@@ -697,15 +697,15 @@ public struct NoiseSuppressor: ~Copyable {
 
         // A-priori speech absence from the smoothed a-priori SNR: local (3 statsBins), global (about 1 kHz), frame.
         var frameSum: Float = 0
-        for k in speechLow..<speechHigh { frameSum += prioriAverage[k] }
+        for k in loop(from: speechLow, upTo: speechHigh) { frameSum += prioriAverage[k] }
         let framePresence = Self.presence(frameSum / Float(speechHigh - speechLow))
         let globalHalf = max(1, Int(500 / (sampleRate / Double(frameLength))))
         // Sliding window [k - globalHalf, k + globalHalf], cut at the ends of the spectrum.
         var globalSum: Float = 0
         var globalCount = 0
-        for k in 0..<min(statsBins, globalHalf + 1) { globalSum += prioriAverage[k]; globalCount += 1 }
+        for k in upTo(min(statsBins, globalHalf + 1)) { globalSum += prioriAverage[k]; globalCount += 1 }
         bandAverage[0] = globalSum / Float(globalCount)
-        for k in 1..<statsBins {
+        for k in loop(from: 1, upTo: statsBins) {
             let entering = k + globalHalf, leaving = k - globalHalf - 1
             if entering < statsBins { globalSum += prioriAverage[entering]; globalCount += 1 }
             if leaving >= 0 { globalSum -= prioriAverage[leaving]; globalCount -= 1 }
@@ -713,7 +713,7 @@ public struct NoiseSuppressor: ~Copyable {
         }
         absence[0] = 1 - Self.presence(prioriAverage[0]) * Self.presence(bandAverage[0]) * framePresence
         absence[statsBins - 1] = 1 - Self.presence(prioriAverage[statsBins - 1]) * Self.presence(bandAverage[statsBins - 1]) * framePresence
-        for k in 1..<(statsBins - 1) {
+        for k in loop(from: 1, upTo: statsBins - 1) {
             let local = (prioriAverage[k - 1] + prioriAverage[k] + prioriAverage[k + 1]) * (1 / 3)
             absence[k] = 1 - Self.presence(local) * Self.presence(bandAverage[k]) * framePresence
         }
@@ -723,7 +723,7 @@ public struct NoiseSuppressor: ~Copyable {
         let qMax: Float = 0.95
         let rise = riseMinimum
         let strength = mix
-        for k in 0..<statsBins {
+        for k in upTo(statsBins) {
             let gamma = posterioriSNR[k]
             // Two-step a-priori SNR (Plapous et al.): the decision-directed estimate lags a frame
             // behind onsets; one more step through the gain rule removes that lag.
@@ -746,13 +746,13 @@ public struct NoiseSuppressor: ~Copyable {
             gain[k] = smoothed
         }
         // Back to every bin: a band above `statsSplit` gives its gain to each of its bins.
-        for k in 0..<statsSplit { binGain[k] = gain[k] }
-        for j in statsSplit..<statsBins {
+        for k in upTo(statsSplit) { binGain[k] = gain[k] }
+        for j in loop(from: statsSplit, upTo: statsBins) {
             let g = gain[j]
-            for k in statsFirst[j]..<statsFirst[j + 1] { binGain[k] = g }
+            for k in loop(from: statsFirst[j], upTo: statsFirst[j + 1]) { binGain[k] = g }
         }
         let open = activity.openness
-        for k in 1..<(bins - 1) {
+        for k in loop(from: 1, upTo: bins - 1) {
             let gated = floor + open * (binGain[k] - floor)
             appliedGain[k] = 1 - strength * (1 - gated)
         }
@@ -769,7 +769,7 @@ public struct NoiseSuppressor: ~Copyable {
         gain[statsBins - 1] = gain[statsBins - 2]
         appliedGain[bins - 1] = appliedGain[bins - 2]
         var presenceSum: Float = 0
-        for k in speechLow..<speechHigh { presenceSum += presence[k] }
+        for k in loop(from: speechLow, upTo: speechHigh) { presenceSum += presence[k] }
         // While the gate is shut the suppressor treats everything as noise, and the meter says so.
         let frameProbability = presenceSum / Float(speechHigh - speechLow) * open
         speechProbability += meterRate * (frameProbability - speechProbability)

@@ -79,7 +79,7 @@ public struct SpeechActivity: ~Copyable {
         lagNormalization = .allocate(capacity: size / 2 + 1)
         func windowCorrelation(_ lag: Int) -> Double {
             var sum = 0.0
-            for i in 0..<(n - lag) { sum += Double(analysisWindow[i]) * Double(analysisWindow[i + lag]) }
+            for i in upTo(n - lag) { sum += Double(analysisWindow[i]) * Double(analysisWindow[i + lag]) }
             return sum
         }
         let zero = windowCorrelation(0)
@@ -95,7 +95,7 @@ public struct SpeechActivity: ~Copyable {
         bandEdges = .allocate(capacity: edges.count)
         for (i, e) in edges.enumerated() { bandEdges[i] = e }
         statsWidth = .allocate(capacity: statsBins)
-        for j in 0..<statsBins { statsWidth[j] = Float(statsFirst[j + 1] - statsFirst[j]) }
+        for j in upTo(statsBins) { statsWidth[j] = Float(statsFirst[j + 1] - statsFirst[j]) }
         holdUpdates = max(1, Int(Self.holdSeconds / updateSeconds))
         closeStep = Float(updateSeconds / Self.closeSeconds)
     }
@@ -121,12 +121,12 @@ public struct SpeechActivity: ~Copyable {
     @_noLocks public mutating func update(power: UnsafePointer<Float>, noise: UnsafePointer<Float>) {
         var level = false, lowLevel = false
         var lowExcess: Float = 0, highExcess: Float = 0, voicingExcess: Float = 0
-        for b in 0..<bandCount {
+        for b in upTo(bandCount) {
             let from = bandEdges[b], to = bandEdges[b + 1]
             if to <= from { continue }
             var p: Float = 0, q: Float = 0, ratios: Float = 0
             var width: Float = 0
-            for k in from..<to {
+            for k in loop(from: from, upTo: to) {
                 p += statsWidth[k] * power[k]
                 q += statsWidth[k] * noise[k]
                 ratios += statsWidth[k] * power[k] / noise[k]
@@ -147,7 +147,7 @@ public struct SpeechActivity: ~Copyable {
         }
         let onset = lowLevel && lowExcess >= highExcess
 
-        for k in voicingLow..<voicingHigh { real[k] = power[k] }
+        for k in loop(from: voicingLow, upTo: voicingHigh) { real[k] = power[k] }
         fft.inverse(real: real, imaginary: imaginary, output: correlation)
         var peak: Float = 0, lag = lagFirst
         for j in lagFirst...lagLast {

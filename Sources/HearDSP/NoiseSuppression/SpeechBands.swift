@@ -49,7 +49,7 @@ struct SpeechBands: ~Copyable {
         let binWidth = sampleRate / Double(n)
         var band = 0
         var weights = [Double](repeating: 0, count: count)
-        for k in 0..<bins {
+        for k in upTo(bins) {
             let f = Double(k) * binWidth
             while band + 1 < count && SpeechBandLayout.centre(band + 1) <= f { band += 1 }
             var share = 0.0
@@ -62,7 +62,7 @@ struct SpeechBands: ~Copyable {
             (upperShare + k).initialize(to: Float(share))
             weights[band] += 1 - share
         }
-        for b in 0..<count where weights[b] > 0 { inverseWeight[b] = Float(1 / weights[b]) }
+        for b in upTo(count) where weights[b] > 0 { inverseWeight[b] = Float(1 / weights[b]) }
         self.bins = bins
         self.lower = lower
         self.upperShare = upperShare
@@ -79,21 +79,21 @@ struct SpeechBands: ~Copyable {
     /// `bins` long; bands without bins read 0.
     @inline(__always) func average(_ values: UnsafePointer<Float>, into bands: UnsafeMutablePointer<Float>) {
         let count = SpeechBandLayout.count
-        for b in 0..<count { bands[b] = 0 }
-        for k in 0..<bins {
+        for b in upTo(count) { bands[b] = 0 }
+        for k in upTo(bins) {
             let b = lower[k], share = upperShare[k], v = values[k]
             bands[b] += (1 - share) * v
             // The last band's share is 0, so writing its (nonexistent) upper neighbour is avoided by index.
             let upper = b + 1 < count ? b + 1 : b
             bands[upper] += share * v
         }
-        for b in 0..<count { bands[b] *= inverseWeight[b] }
+        for b in upTo(count) { bands[b] *= inverseWeight[b] }
     }
 
     /// Per-bin gains from per-band gains, the same triangles.
     @inline(__always) func interpolate(_ bands: UnsafePointer<Float>, into values: UnsafeMutablePointer<Float>) {
         let count = SpeechBandLayout.count
-        for k in 0..<bins {
+        for k in upTo(bins) {
             let b = lower[k], share = upperShare[k]
             let upper = b + 1 < count ? b + 1 : b
             values[k] = bands[b] + share * (bands[upper] - bands[b])

@@ -191,7 +191,7 @@ public struct Crossover: Sendable {
         self.crossovers = crossovers
         let q = 0.7071067811865476
         var sections = InlineArray<21, Biquad>(repeating: .identity)
-        for k in 0..<5 {
+        for k in upTo(5) {
             let lowPass = Biquad.lowPass(frequency: crossovers[k], q: q, sampleRate: sampleRate)
             sections[3 * k] = lowPass
             sections[3 * k + 1] = lowPass
@@ -205,7 +205,7 @@ public struct Crossover: Sendable {
         sections[Self.compBand4] = sections[3 * 4 + 2]
         self.sections = sections
         var splits = InlineArray<5, SplitCoefficients>(repeating: SplitCoefficients(.identity))
-        for k in 0..<5 { splits[k] = SplitCoefficients(sections[3 * k]) }
+        for k in upTo(5) { splits[k] = SplitCoefficients(sections[3 * k]) }
         self.splits = splits
         let lowPass = { (k: Int) in sections[3 * k] }
         var branchSplits = InlineArray<5, SplitCoefficients>(repeating: SplitCoefficients(.identity))
@@ -233,7 +233,7 @@ public struct Crossover: Sendable {
         let b3 = bands + 6 * stride, b4 = bands + 8 * stride, b5 = bands + 10 * stride
         // Two passes, so each sample's chain of dependent sections is half as deep and the CPU
         // overlaps more samples: the root split and each branch's compensation, then the branches.
-        for i in 0..<count {
+        for i in upTo(count) {
             let x = SIMD2(Double(left[i]), Double(right?[i] ?? 0))
             // Root split at 1414 Hz.
             let (low3, high3) = p[2].split(x, c[2], second: &q[2])
@@ -241,7 +241,7 @@ public struct Crossover: Sendable {
             branches[2 * i] = a[1].allPass(a[0].allPass(low3, c[3]), c[4])
             branches[2 * i + 1] = a[4].allPass(a[3].allPass(high3, c[0]), c[1])
         }
-        for i in 0..<count {
+        for i in upTo(count) {
             // Low branch: split at 354 Hz (band 1 gets the 707 Hz all-pass), the rest at 707 Hz.
             let (band1, rest1) = p[0].split(branches[2 * i], c[0], second: &q[0])
             let y0 = a[2].allPass(band1, c[1])
@@ -271,11 +271,11 @@ public struct Crossover: Sendable {
         var p = splitState, q = secondState, a = compensationState
         let b0 = bands, b1 = bands + 2 * stride, b2 = bands + 4 * stride
         let b3 = bands + 6 * stride, b4 = bands + 8 * stride, b5 = bands + 10 * stride
-        for i in 0..<count {
+        for i in upTo(count) {
             let (low3, high3) = p[2].split(SIMD2(Double(samples[i]), 0), root, second: &q[2])
             branches[i] = a[1].allPass(a[0].allPass(SIMD2(low3[0], high3[0]), c[0]), c[1])
         }
-        for i in 0..<count {
+        for i in upTo(count) {
             let (low, rest) = p[0].split(branches[i], c[2], second: &q[0])
             let y03 = a[2].allPass(low, c[3])
             let (y14, y25) = p[1].split(rest, c[4], second: &q[1])
@@ -290,8 +290,8 @@ public struct Crossover: Sendable {
 
     /// Once per control tick: registers that decayed to nothing are zeroed before they turn subnormal.
     @inline(__always) mutating func flushTiny() {
-        for k in 0..<5 { splitState[k].flushTiny(); secondState[k].flushTiny() }
-        for k in 0..<6 { compensationState[k].flushTiny() }
+        for k in upTo(5) { splitState[k].flushTiny(); secondState[k].flushTiny() }
+        for k in upTo(6) { compensationState[k].flushTiny() }
     }
 
     mutating func reset() {
@@ -301,8 +301,8 @@ public struct Crossover: Sendable {
     }
 
     var holdsSubnormalState: Bool {
-        for k in 0..<5 where splitState[k].holdsSubnormal || secondState[k].holdsSubnormal { return true }
-        for k in 0..<6 where compensationState[k].holdsSubnormal { return true }
+        for k in upTo(5) where splitState[k].holdsSubnormal || secondState[k].holdsSubnormal { return true }
+        for k in upTo(6) where compensationState[k].holdsSubnormal { return true }
         return false
     }
 

@@ -64,9 +64,9 @@ public struct RealFFT: ~Copyable {
         var offset = 0
         length = c
         while length > 8 {
-            for p in 0..<(length / 4) {
+            for p in upTo(length / 4) {
                 for s in 1...3 {
-                    for lane in 0..<4 {
+                    for lane in upTo(4) {
                         passTwiddles[offset + 8 * (s - 1) + lane] = cosine(s * p, length)
                         passTwiddles[offset + 8 * (s - 1) + 4 + lane] = minusSine(s * p, length)
                     }
@@ -76,9 +76,9 @@ public struct RealFFT: ~Copyable {
             length /= 4
         }
         joinTwiddles = .allocate(capacity: max(c / 8 * 56, 1))
-        for block in 0..<(c / 8) {
+        for block in upTo(c / 8) {
             let w = joinTwiddles + 56 * block
-            for lane in 0..<4 {
+            for lane in upTo(4) {
                 let t = 4 * block + 1 + lane
                 for s in 1...3 {
                     w[8 * (s - 1) + lane] = 0.5 * cosine(t * s, h)
@@ -93,7 +93,7 @@ public struct RealFFT: ~Copyable {
         let direct = c == 0 ? n : 1
         directCos = .allocate(capacity: direct)
         directSin = .allocate(capacity: direct)
-        for k in 0..<direct {
+        for k in upTo(direct) {
             directCos[k] = cosine(k, n)
             directSin[k] = minusSine(k, n)
         }
@@ -201,7 +201,7 @@ public struct RealFFT: ~Copyable {
         while block < c / 8 {
             let mirror = y + 32 &* block
             var bin = h &- 4 &* block &- 4
-            for q in 0..<4 {
+            for q in upTo(4) {
                 storeReversed4(real + bin, load4(mirror + 8 &* q))
                 storeReversed4(imaginary + bin, load4(mirror + (8 &* q &+ 4)))
                 bin &-= c
@@ -325,8 +325,8 @@ public struct RealFFT: ~Copyable {
                 store4(output + at, lo)
                 store4(output + (at &+ 4), hi)
             } else {
-                for i in 0..<4 where at &+ i >= from { output[at &+ i] = lo[i] }
-                for i in 0..<4 where at &+ 4 &+ i >= from { output[at &+ 4 &+ i] = hi[i] }
+                for i in upTo(4) where at &+ i >= from { output[at &+ i] = lo[i] }
+                for i in upTo(4) where at &+ 4 &+ i >= from { output[at &+ 4 &+ i] = hi[i] }
             }
             j &+= 1
         }

@@ -1,0 +1,48 @@
+// The few checked operations the DSP needs, written so that they cannot trap: HearDSP's object
+// code holds no trap instruction (RealTimeChecksTests disassembles it), because a trap in the
+// PipeWire daemon silences the whole desktop. The invariants these rely on (counts never
+// negative, indices inside their buffers) are set at init; elsewhere the code uses `&+`, `&-`,
+// `&*` and `subscript(unchecked:)` on the buffers sized there.
+
+/// lower, lower + 1, ..., upper - 1, and nothing when upper <= lower: a `for` over `lower..<upper`
+/// without the range's checks (upper >= lower, and the index checks of its iterator, which the
+/// optimizer does not always remove).
+struct CountingLoop: Sequence, IteratorProtocol {
+    var current: Int
+    let end: Int
+
+    @inline(__always) mutating func next() -> Int? {
+        guard current < end else { return nil }
+        defer { current &+= 1 }
+        return current
+    }
+}
+
+/// 0, 1, ..., n - 1; nothing when n <= 0.
+@inline(__always) func upTo(_ n: Int) -> CountingLoop { CountingLoop(current: 0, end: n) }
+
+/// lower, ..., upper - 1; nothing when upper <= lower.
+@inline(__always) func loop(from lower: Int, upTo upper: Int) -> CountingLoop { CountingLoop(current: lower, end: upper) }
+
+/// `Int(x)` (toward zero) for |x| < 2^52; beyond that held at ±2^52, and NaN gives 0. Never traps.
+@inline(__always) func truncatedInt(_ x: Double) -> Int {
+    let held = x.isNaN ? 0 : min(max(x, -0x1p52), 0x1p52)
+    return Int(exactly: held.rounded(.towardZero)) ?? 0
+}
+
+/// A buffer of `count` elements, each `value`, for the buffers sized at init: `allocate` and
+/// `initialize` without their checks (count is held in 0 ... 2^32 elements).
+@inline(__always) func allocateBuffer<T: BitwiseCopyable>(_ count: Int, repeating value: T) -> UnsafeMutablePointer<T> {
+    let held = max(0, min(count, 1 << 32))
+    let buffer = UnsafeMutablePointer<T>.allocate(capacity: held)
+    for i in upTo(held) { (buffer + i).initialize(to: value) }
+    return buffer
+}
+
+extension UnsafeMutablePointer where Pointee: BitwiseCopyable {
+    /// Sets the first `count` elements to `value` (none when count <= 0): `update(repeating:count:)`
+    /// without its check.
+    @inline(__always) func fill(_ value: Pointee, count: Int) {
+        for i in upTo(count) { self[i] = value }
+    }
+}
