@@ -179,7 +179,7 @@ public enum Fitting {
         func delivered(_ gains: [Double]) -> [Double] {
             responses.map { bands in
                 var sum = Complex(0, 0)
-                for (band, response) in bands.enumerated() { sum = sum + Glibc.pow(10, gains[band] / 20) * response }
+                for band in 0..<bandCount { sum = sum + Glibc.pow(10, gains[band] / 20) * bands[band] }
                 return 20 * Glibc.log10(max(sum.magnitude, 1e-30))
             }
         }

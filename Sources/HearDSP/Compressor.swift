@@ -47,8 +47,7 @@ public struct Compressor: ~Copyable {
         self.sampleRate = sampleRate
         settings = Settings(values)
         curve = Curve(thresholdDB: settings.thresholdDB, ratio: settings.ratio, kneeDB: settings.kneeDB)
-        scratch = .allocate(capacity: Self.scratchCapacity)
-        scratch.initialize(repeating: 0, count: Self.scratchCapacity)
+        scratch = allocateBuffer(Self.scratchCapacity, repeating: 0)
         makeup = Glide(0, timeConstant: 0.02, stepsPerSecond: ticksPerSecond, tolerance: 1e-4)
         set(values)
         makeup.jump(to: makeup.target)
@@ -113,9 +112,9 @@ public struct Compressor: ~Copyable {
         if isIdle { return }
         var done = 0
         while done < count {
-            let piece = min(count - done, Self.scratchCapacity)
+            let piece = min(count &- done, Self.scratchCapacity)
             processPiece(left + done, right.map { $0 + done }, count: piece)
-            done += piece
+            done &+= piece
         }
     }
 

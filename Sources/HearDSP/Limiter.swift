@@ -37,17 +37,17 @@ public struct Limiter: ~Copyable {
     public var peakReductionDB: Float = 0
 
     /// Look-ahead is the whole milliseconds' worth of samples that fit in 1 ms (48 at 48 kHz).
-    public static func lookahead(sampleRate: Double) -> Int { max(1, Int(sampleRate * 0.001)) }
+    public static func lookahead(sampleRate: Double) -> Int { max(1, truncatedInt(sampleRate * 0.001)) }
 
     public init(sampleRate: Double, channels: Int, values: ParameterValues) {
         self.sampleRate = sampleRate
         self.channels = min(max(channels, 1), 2)
         lookahead = Self.lookahead(sampleRate: sampleRate)
-        window = lookahead + 1
-        delay = .allocate(capacity: lookahead * 2)
-        queueGain = .allocate(capacity: window)
-        queueIndex = .allocate(capacity: window)
-        history = .allocate(capacity: window)
+        window = lookahead &+ 1
+        delay = allocateBuffer(lookahead &* 2, repeating: 0)
+        queueGain = allocateBuffer(window, repeating: 0)
+        queueIndex = allocateBuffer(window, repeating: 0)
+        history = allocateBuffer(window, repeating: 1)
         historySum = Double(window)
         ceiling = 1
         enabled = true
@@ -74,8 +74,8 @@ public struct Limiter: ~Copyable {
     public var ceilingLevel: Float { ceiling }
 
     public mutating func reset() {
-        delay.update(repeating: 0, count: lookahead * 2)
-        history.update(repeating: 1, count: window)
+        delay.fill(0, count: lookahead &* 2)
+        history.fill(1, count: window)
         historySum = Double(window)
         queueHead = 0
         queueCount = 0
@@ -117,22 +117,22 @@ public struct Limiter: ~Copyable {
             // Monotonic queue of the gains samples in the window need; samples that need none
             // (gain 1) never enter it, so an empty queue means 1.
             if queueCount > 0 && queueIndex[queueHead] <= index &- window {
-                queueHead = queueHead + 1 == window ? 0 : queueHead + 1
-                queueCount -= 1
+                queueHead = queueHead &+ 1 == window ? 0 : queueHead &+ 1
+                queueCount &-= 1
             }
             if peak > limit {
                 let required = Double(limit / peak)
                 while queueCount > 0 {
-                    var last = queueHead + queueCount - 1
-                    if last >= window { last -= window }
+                    var last = queueHead &+ queueCount &- 1
+                    if last >= window { last &-= window }
                     if queueGain[last] < required { break }
-                    queueCount -= 1
+                    queueCount &-= 1
                 }
-                var tail = queueHead + queueCount
-                if tail >= window { tail -= window }
+                var tail = queueHead &+ queueCount
+                if tail >= window { tail &-= window }
                 queueGain[tail] = required
                 queueIndex[tail] = index
-                queueCount += 1
+                queueCount &+= 1
             }
 
             let gain: Double
@@ -144,8 +144,8 @@ public struct Limiter: ~Copyable {
                 hold = min(needed, released > 0.9999999 ? 1 : released)
                 historySum += hold - history[historyPosition]
                 history[historyPosition] = hold
-                historyPosition = historyPosition + 1 == window ? 0 : historyPosition + 1
-                calmSamples = hold == 1 ? calmSamples + 1 : 0
+                historyPosition = historyPosition &+ 1 == window ? 0 : historyPosition &+ 1
+                calmSamples = hold == 1 ? calmSamples &+ 1 : 0
                 gain = historySum * inverseWindow
                 deepest = min(deepest, gain)
             }
@@ -158,7 +158,7 @@ public struct Limiter: ~Copyable {
                 rightDelay[delayPosition] = inRight
                 right[i] = clamp(Float(Double(delayedRight) * gain), limit)
             }
-            delayPosition = delayPosition + 1 == lookahead ? 0 : delayPosition + 1
+            delayPosition = delayPosition &+ 1 == lookahead ? 0 : delayPosition &+ 1
         }
         if deepest < 1 { peakReductionDB = max(peakReductionDB, Float(-20 * LibM.log10(max(deepest, 1e-10)))) }
     }
@@ -177,7 +177,7 @@ public struct Limiter: ~Copyable {
                 rightDelay[position] = right[i]
                 right[i] = delayedRight
             }
-            position = position + 1 == lookahead ? 0 : position + 1
+            position = position &+ 1 == lookahead ? 0 : position &+ 1
         }
         delayPosition = position
     }

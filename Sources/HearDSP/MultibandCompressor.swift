@@ -88,29 +88,25 @@ public struct MultibandCompressor: ~Copyable {
         kneeDB = InlineArray(repeating: glide(1e-4))
         expansionDB = glide(1e-4)
         amount = Glide(0, timeConstant: 0.02, stepsPerSecond: sampleRate, tolerance: 1e-5)
-        step = max(1, Int(sampleRate / 3000))
+        step = max(1, truncatedInt(sampleRate / 3000))
         // A hold spans one period of the band's lowest frequency: twice the period of the
         // rectified signal, so each hold block sees a peak.
         var hold = InlineArray<6, Int>(repeating: 1)
         for band in upTo(6) {
-            let samples = band == 0 ? sampleRate / 100 : sampleRate / crossover.crossovers[band - 1]
-            hold[band] = max(1, Int((samples / Double(step)).rounded(.up)))
+            let samples = band == 0 ? sampleRate / 100 : sampleRate / crossover.crossovers[unchecked: band &- 1]
+            hold[unchecked: band] = max(1, truncatedInt((samples / Double(step)).rounded(.up)))
         }
         holdLength = hold
         // Open at the start: switching the stage on fades in the signal, not a gap that the expansion
         // has to release first; silence closes it within the release time.
         under = InlineArray(repeating: 0)
         let capacity = Self.scratchCapacity
-        bands = .allocate(capacity: 12 * capacity)
-        bands.initialize(repeating: 0, count: 12 * capacity)
-        wet = .allocate(capacity: 2 * capacity)
-        wet.initialize(repeating: 0, count: 2 * capacity)
-        gains = .allocate(capacity: 2 * capacity)
-        gains.initialize(repeating: 0, count: 2 * capacity)
-        branches = .allocate(capacity: 2 * capacity)
-        branches.initialize(repeating: .zero, count: 2 * capacity)
-        ramp = .allocate(capacity: step)
-        for k in upTo(step) { (ramp + k).initialize(to: Float(k + 1)) }
+        bands = allocateBuffer(12 &* capacity, repeating: 0)
+        wet = allocateBuffer(2 &* capacity, repeating: 0)
+        gains = allocateBuffer(2 &* capacity, repeating: 0)
+        branches = allocateBuffer(2 &* capacity, repeating: .zero)
+        ramp = allocateBuffer(step, repeating: 0)
+        for k in upTo(step) { ramp[k] = Float(k &+ 1) }
         set(values, gainCeilingDB: gainCeilingDB)
         snap()
     }
@@ -197,9 +193,9 @@ public struct MultibandCompressor: ~Copyable {
         isReset = false
         var done = 0
         while done < count {
-            let piece = min(count - done, Self.scratchCapacity)
+            let piece = min(count &- done, Self.scratchCapacity)
             processPiece(left + done, channels == 2 ? right.map { $0 + done } : nil, count: piece)
-            done += piece
+            done &+= piece
         }
     }
 
@@ -212,7 +208,7 @@ public struct MultibandCompressor: ~Copyable {
         let wetLeft = wet, wetRight = wet + capacity
         for i in upTo(count) { wetLeft[i] = 0; wetRight[i] = 0 }
         for band in upTo(Self.bandCount) { processBand(band, stereo: right != nil, count: count) }
-        stepPosition = (stepPosition + count) % step
+        stepPosition = remainder(stepPosition &+ count, step)
         // 3. Out, crossfaded with the input while the stage switches on or off.
         if amount.isSettled {
             for i in upTo(count) { left[i] = wetLeft[i] }
@@ -231,7 +227,7 @@ public struct MultibandCompressor: ~Copyable {
 
     @inline(__always) mutating func processBand(_ band: Int, stereo: Bool, count: Int) {
         let capacity = Self.scratchCapacity
-        let bandLeft = bands + 2 * band * capacity, bandRight = bandLeft + capacity
+        let bandLeft = bands + 2 &* band &* capacity, bandRight = bandLeft + capacity
         let gainLeft = gains, gainRight = gains + capacity
         let step = self.step
         var position = stepPosition
@@ -278,19 +274,19 @@ public struct MultibandCompressor: ~Copyable {
         var t0: Float = 0, t1: Float = 0, t2: Float = 0, t3: Float = 0
         var k = 0
         if let y {
-            while k + 2 <= count {
+            while k &+ 2 <= count {
                 t0 = max(t0, abs(x[k])); t1 = max(t1, abs(y[k]))
-                t2 = max(t2, abs(x[k + 1])); t3 = max(t3, abs(y[k + 1]))
-                k += 2
+                t2 = max(t2, abs(x[k &+ 1])); t3 = max(t3, abs(y[k &+ 1]))
+                k &+= 2
             }
             if k < count { t0 = max(t0, max(abs(x[k]), abs(y[k]))) }
         } else {
-            while k + 4 <= count {
-                t0 = max(t0, abs(x[k])); t1 = max(t1, abs(x[k + 1]))
-                t2 = max(t2, abs(x[k + 2])); t3 = max(t3, abs(x[k + 3]))
-                k += 4
+            while k &+ 4 <= count {
+                t0 = max(t0, abs(x[k])); t1 = max(t1, abs(x[k &+ 1]))
+                t2 = max(t2, abs(x[k &+ 2])); t3 = max(t3, abs(x[k &+ 3]))
+                k &+= 4
             }
-            while k < count { t0 = max(t0, abs(x[k])); k += 1 }
+            while k < count { t0 = max(t0, abs(x[k])); k &+= 1 }
         }
         return max(max(t0, t1), max(t2, t3))
     }
@@ -299,7 +295,7 @@ public struct MultibandCompressor: ~Copyable {
     @inline(__always) mutating func updateLevel(_ band: Int, peak: Float) -> (Float, Float) {
         var current = max(holdCurrent[band], peak)
         let held = max(current, holdPrevious[band])
-        holdCount[band] += 1
+        holdCount[band] &+= 1
         if holdCount[band] >= holdLength[band] {
             holdPrevious[band] = current
             current = 0

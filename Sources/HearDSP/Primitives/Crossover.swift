@@ -307,8 +307,11 @@ public struct Crossover: Sendable {
     }
 
     /// The designed response of each band at `frequency` (the same tree, in complex numbers).
-    public func bandResponses(atFrequency frequency: Double) -> [Complex] {
-        let h = (0..<Self.sectionCount).map { sections[$0].response(atFrequency: frequency, sampleRate: sampleRate) }
+    public func bandResponses(atFrequency frequency: Double) -> InlineArray<6, Complex> {
+        var h = InlineArray<21, Complex>(repeating: Complex(0, 0))
+        for k in upTo(Self.sectionCount) {
+            h[unchecked: k] = sections[unchecked: k].response(atFrequency: frequency, sampleRate: sampleRate)
+        }
         let low3 = h[6] * h[7], high3 = h[8] - low3
         let low = low3 * h[Self.compLow4] * h[Self.compLow5]
         let band1 = low * h[0] * h[1], rest1 = low * h[2] - band1
@@ -319,15 +322,6 @@ public struct Crossover: Sendable {
         return [band1 * h[Self.compBand1], band2, band3, band4 * h[Self.compBand4], band5, band6]
     }
 
-    /// The designed magnitude response (dB) of the six bands summed with these gains (dB).
-    public func responseDB(atFrequency frequency: Double, bandGainsDB: [Double]) -> Double {
-        var sum = Complex(0, 0)
-        for (band, response) in bandResponses(atFrequency: frequency).enumerated() {
-            sum = sum + LibM.pow(10, bandGainsDB[band] / 20) * response
-        }
-        return 20 * LibM.log10(max(sum.magnitude, 1e-30))
-    }
-
     /// The most the summed response can rise above the largest band gain, in dB, whatever the
     /// gains: 20 log10 of the largest sum of band magnitudes over frequency (0 if bands never
     /// overlap out of phase). The gain cap subtracts it, so no setting can exceed the cap.
@@ -335,7 +329,9 @@ public struct Crossover: Sendable {
         var worst = 1.0
         var frequency = 20.0
         while frequency < 0.5 * sampleRate {
-            let total = bandResponses(atFrequency: frequency).reduce(0.0) { $0 + $1.magnitude }
+            let bands = bandResponses(atFrequency: frequency)
+            var total = 0.0
+            for band in upTo(Self.bandCount) { total += bands[unchecked: band].magnitude }
             worst = max(worst, total)
             frequency *= 1.01
         }
