@@ -49,7 +49,7 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),
         // Test helpers: signals and measurements, and a heap-allocation counter.
-        .target(name: "TestSupport", dependencies: ["HearDSP"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["HearDSP", "HearControl"], path: "Tests/TestSupport"),
         .target(name: "CMallocCounter", path: "Tests/CMallocCounter"),
         // A real-time LADSPA host process for the control tests (Tests/HearPluginTests/Control*.swift).
         // Training features for the learned noise suppressor, computed by the suppressor itself (`make train`).

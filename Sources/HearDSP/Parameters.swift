@@ -239,10 +239,14 @@ public enum Parameter: Int, CaseIterable, Sendable {
 
     /// The frequencies band `index` covers, for help texts.
     static func bandRange(_ index: Int) -> String {
-        let edges = ["", "354", "707", "1414", "2828", "5657", ""]
-        if index == 0 { return "below 354 Hz" }
-        if index == 5 { return "above 5657 Hz" }
-        return "\(edges[index])-\(edges[index + 1]) Hz"
+        switch index {
+        case 0: "below 354 Hz"
+        case 1: "354-707 Hz"
+        case 2: "707-1414 Hz"
+        case 3: "1414-2828 Hz"
+        case 4: "2828-5657 Hz"
+        default: "above 5657 Hz"
+        }
     }
 
     var bandSpec: ParameterSpec {
@@ -284,18 +288,20 @@ public struct ParameterValues: Equatable, Sendable {
     /// Every parameter at its schema default (builds the specs: call off the audio thread).
     public init() {
         storage = InlineArray(repeating: 0)
-        for parameter in Parameter.allCases { storage[parameter.rawValue] = parameter.spec.defaultValue }
+        for parameter in Parameter.allCases { self[parameter] = parameter.spec.defaultValue }
     }
 
+    /// Every raw value is below `Parameter.count` <= `capacity` (ParametersTests), so no check.
     @inlinable public subscript(parameter: Parameter) -> Float {
-        get { storage[parameter.rawValue] }
-        set { storage[parameter.rawValue] = newValue }
+        get { storage[unchecked: parameter.rawValue] }
+        set { storage[unchecked: parameter.rawValue] = newValue }
     }
 
-    /// By `Parameter.rawValue`, for loops over every parameter on the audio thread.
+    /// By `Parameter.rawValue`, for loops over every parameter on the audio thread. An index
+    /// outside 0 ..< capacity reads 0 and is not written (no trap).
     @inlinable public subscript(index: Int) -> Float {
-        get { storage[index] }
-        set { storage[index] = newValue }
+        get { index >= 0 && index < Self.capacity ? storage[unchecked: index] : 0 }
+        set { if index >= 0 && index < Self.capacity { storage[unchecked: index] = newValue } }
     }
 
     @inlinable public static func == (a: ParameterValues, b: ParameterValues) -> Bool {

@@ -1,6 +1,7 @@
 // Test signals and measurements shared by the test targets. Deterministic: every generator is seeded.
 
 import Foundation
+import HearControl
 import HearDSP
 
 /// SplitMix64: small, fast and the same on every machine.

@@ -19,11 +19,11 @@ public enum SpeechBandLayout {
 
     /// Centre frequency of band `b` in Hz.
     public static func centre(_ b: Int) -> Double {
-        let linear = Int(linearTop / 100)  // 0, 100, ..., 400 Hz
+        let linear = truncatedInt(linearTop / 100)  // 0, 100, ..., 400 Hz
         if b < linear { return Double(b) * 100 }
         let low = erbRate(linearTop), high = erbRate(top)
-        let step = (high - low) / Double(count - 1 - linear)
-        return frequency(erbRate: low + Double(b - linear) * step)
+        let step = (high - low) / Double(count &- 1 &- linear)
+        return frequency(erbRate: low + Double(b &- linear) * step)
     }
 }
 
@@ -40,26 +40,26 @@ struct SpeechBands: ~Copyable {
 
     init(sampleRate: Double, frameLength n: Int) {
         // Built in locals and stored at the end: the initializer never reads a half-built self.
-        let bins = n / 2 + 1
+        let bins = n / 2 &+ 1
         let count = SpeechBandLayout.count
-        let lower = UnsafeMutablePointer<Int>.allocate(capacity: bins)
-        let upperShare = UnsafeMutablePointer<Float>.allocate(capacity: bins)
-        let inverseWeight = UnsafeMutablePointer<Float>.allocate(capacity: count)
-        inverseWeight.initialize(repeating: 0, count: count)
+        let lower = allocateBuffer(bins, repeating: 0)
+        let upperShare = allocateBuffer(bins, repeating: Float(0))
+        let inverseWeight = allocateBuffer(count, repeating: Float(0))
         let binWidth = sampleRate / Double(n)
         var band = 0
-        var weights = [Double](repeating: 0, count: count)
+        let weights = allocateBuffer(count, repeating: 0.0)
+        defer { weights.deallocate() }
         for k in upTo(bins) {
             let f = Double(k) * binWidth
-            while band + 1 < count && SpeechBandLayout.centre(band + 1) <= f { band += 1 }
+            while band &+ 1 < count && SpeechBandLayout.centre(band &+ 1) <= f { band &+= 1 }
             var share = 0.0
-            if band + 1 < count {
-                let from = SpeechBandLayout.centre(band), to = SpeechBandLayout.centre(band + 1)
+            if band &+ 1 < count {
+                let from = SpeechBandLayout.centre(band), to = SpeechBandLayout.centre(band &+ 1)
                 share = (f - from) / (to - from)
-                weights[band + 1] += share
+                weights[band &+ 1] += share
             }
-            (lower + k).initialize(to: band)
-            (upperShare + k).initialize(to: Float(share))
+            lower[k] = band
+            upperShare[k] = Float(share)
             weights[band] += 1 - share
         }
         for b in upTo(count) where weights[b] > 0 { inverseWeight[b] = Float(1 / weights[b]) }
@@ -84,7 +84,7 @@ struct SpeechBands: ~Copyable {
             let b = lower[k], share = upperShare[k], v = values[k]
             bands[b] += (1 - share) * v
             // The last band's share is 0, so writing its (nonexistent) upper neighbour is avoided by index.
-            let upper = b + 1 < count ? b + 1 : b
+            let upper = b &+ 1 < count ? b &+ 1 : b
             bands[upper] += share * v
         }
         for b in upTo(count) { bands[b] *= inverseWeight[b] }
@@ -95,7 +95,7 @@ struct SpeechBands: ~Copyable {
         let count = SpeechBandLayout.count
         for k in upTo(bins) {
             let b = lower[k], share = upperShare[k]
-            let upper = b + 1 < count ? b + 1 : b
+            let upper = b &+ 1 < count ? b &+ 1 : b
             values[k] = bands[b] + share * (bands[upper] - bands[b])
         }
     }

@@ -48,7 +48,7 @@ public struct RealFFT: ~Copyable {
     /// `size` is rounded up to a power of two (at least 4).
     public init(size requested: Int) {
         var n = 4
-        while n < requested { n *= 2 }
+        while n < requested && n < 1 << 30 { n &*= 2 }
         size = n
         let h = n / 2
         half = h
@@ -59,48 +59,46 @@ public struct RealFFT: ~Copyable {
 
         var passFloats = 0
         var length = c
-        while length > 8 { passFloats += 24 * (length / 4); length /= 4 }
-        passTwiddles = .allocate(capacity: max(passFloats, 1))
+        while length > 8 { passFloats &+= 24 &* (length / 4); length /= 4 }
+        passTwiddles = allocateBuffer(max(passFloats, 1), repeating: 0)
         var offset = 0
         length = c
         while length > 8 {
             for p in upTo(length / 4) {
                 for s in 1...3 {
                     for lane in upTo(4) {
-                        passTwiddles[offset + 8 * (s - 1) + lane] = cosine(s * p, length)
-                        passTwiddles[offset + 8 * (s - 1) + 4 + lane] = minusSine(s * p, length)
+                        passTwiddles[offset &+ 8 &* (s &- 1) &+ lane] = cosine(s &* p, length)
+                        passTwiddles[offset &+ 8 &* (s &- 1) &+ 4 &+ lane] = minusSine(s &* p, length)
                     }
                 }
-                offset += 24
+                offset &+= 24
             }
             length /= 4
         }
-        joinTwiddles = .allocate(capacity: max(c / 8 * 56, 1))
+        joinTwiddles = allocateBuffer(max(c / 8 &* 56, 1), repeating: 0)
         for block in upTo(c / 8) {
-            let w = joinTwiddles + 56 * block
+            let w = joinTwiddles + 56 &* block
             for lane in upTo(4) {
-                let t = 4 * block + 1 + lane
+                let t = 4 &* block &+ 1 &+ lane
                 for s in 1...3 {
-                    w[8 * (s - 1) + lane] = 0.5 * cosine(t * s, h)
-                    w[8 * (s - 1) + 4 + lane] = 0.5 * minusSine(t * s, h)
+                    w[8 &* (s &- 1) &+ lane] = 0.5 * cosine(t &* s, h)
+                    w[8 &* (s &- 1) &+ 4 &+ lane] = 0.5 * minusSine(t &* s, h)
                 }
                 for s in 0...3 {
-                    w[24 + 8 * s + lane] = 0.5 * cosine(t * (2 * s + 1), n)
-                    w[24 + 8 * s + 4 + lane] = 0.5 * minusSine(t * (2 * s + 1), n)
+                    w[24 &+ 8 &* s &+ lane] = 0.5 * cosine(t &* (2 &* s &+ 1), n)
+                    w[24 &+ 8 &* s &+ 4 &+ lane] = 0.5 * minusSine(t &* (2 &* s &+ 1), n)
                 }
             }
         }
         let direct = c == 0 ? n : 1
-        directCos = .allocate(capacity: direct)
-        directSin = .allocate(capacity: direct)
+        directCos = allocateBuffer(direct, repeating: 0)
+        directSin = allocateBuffer(direct, repeating: 0)
         for k in upTo(direct) {
             directCos[k] = cosine(k, n)
             directSin[k] = minusSine(k, n)
         }
-        a = .allocate(capacity: n)
-        a.initialize(repeating: 0, count: n)
-        b = .allocate(capacity: n)
-        b.initialize(repeating: 0, count: n)
+        a = allocateBuffer(n, repeating: 0)
+        b = allocateBuffer(n, repeating: 0)
     }
 
     deinit {
@@ -137,7 +135,7 @@ public struct RealFFT: ~Copyable {
             real[0] = z0r + z0i; imaginary[0] = 0
             real[h] = z0r - z0i; imaginary[h] = 0
             // Z[2c] pairs with itself, and W_N^(2c) = -i.
-            real[2 * c] = ar - cr; imaginary[2 * c] = -(ai - ci)
+            real[2 &* c] = ar - cr; imaginary[2 &* c] = -(ai - ci)
             // Z[c] = b - i·d, Z[3c] = b + i·d; W_N^c = (1 - i)/√2.
             let zr = br + di, zi = bi - dr, mr = br - di, mi = bi + dr
             let er = 0.5 * (zr + mr), ei = 0.5 * (zi - mi)
@@ -145,7 +143,7 @@ public struct RealFFT: ~Copyable {
             let w: Float = 0.70710678118654752
             let tr = w * (or + oi), ti = w * (oi - or)
             real[c] = er + tr; imaginary[c] = ei + ti
-            real[3 * c] = er - tr; imaginary[3 * c] = ti - ei
+            real[3 &* c] = er - tr; imaginary[3 &* c] = ti - ei
         }
         // The other bins by blocks, transposed into the buffer the last pass did not write.
         let transposed = y == a ? b : a
@@ -228,10 +226,10 @@ public struct RealFFT: ~Copyable {
         // here times 4, as the blocks below give it.
         do {
             let z0r = 0.5 * (real[0] + real[h]), z0i = 0.5 * (real[0] - real[h])
-            let z2r = real[2 * c], z2i = -imaginary[2 * c]
+            let z2r = real[2 &* c], z2i = -imaginary[2 &* c]
             // E = (X[c] + conj X[3c]) / 2, O = (X[c] - conj X[3c]) / 2 · W_N^-c, W_N^-c = (1 + i)/√2.
-            let er = 0.5 * (real[c] + real[3 * c]), ei = 0.5 * (imaginary[c] - imaginary[3 * c])
-            let dr = 0.5 * (real[c] - real[3 * c]), di = 0.5 * (imaginary[c] + imaginary[3 * c])
+            let er = 0.5 * (real[c] + real[3 &* c]), ei = 0.5 * (imaginary[c] - imaginary[3 &* c])
+            let dr = 0.5 * (real[c] - real[3 &* c]), di = 0.5 * (imaginary[c] + imaginary[3 &* c])
             let w: Float = 0.70710678118654752
             let or = w * (dr - di), oi = w * (dr + di)
             // Z[c] = E + iO, Z[3c] = conj E + i conj O.

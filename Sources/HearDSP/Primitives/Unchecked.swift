@@ -34,7 +34,9 @@ struct CountingLoop: Sequence, IteratorProtocol {
 /// `initialize` without their checks (count is held in 0 ... 2^32 elements).
 @inline(__always) func allocateBuffer<T: BitwiseCopyable>(_ count: Int, repeating value: T) -> UnsafeMutablePointer<T> {
     let held = max(0, min(count, 1 << 32))
-    let buffer = UnsafeMutablePointer<T>.allocate(capacity: held)
+    let raw = UnsafeMutableRawPointer.allocate(byteCount: held &* MemoryLayout<T>.stride,
+                                               alignment: MemoryLayout<T>.alignment)
+    let buffer = raw.bindMemory(to: T.self, capacity: held)
     for i in upTo(held) { (buffer + i).initialize(to: value) }
     return buffer
 }
