@@ -57,46 +57,49 @@ public struct SpeechActivity: ~Copyable {
     public init(sampleRate: Double, frameLength n: Int, analysisWindow: UnsafePointer<Float>, updateSeconds: Double,
                 statsFirst: UnsafePointer<Int>, statsBins: Int) {
         let binWidth = sampleRate / Double(n)
-        let bins = n / 2 + 1
-        func bin(_ hz: Double) -> Int { max(1, min(bins - 1, Int(hz / binWidth + 0.5))) }
+        let bins = n / 2 &+ 1
+        func bin(_ hz: Double) -> Int { max(1, min(bins &- 1, truncatedInt(hz / binWidth + 0.5))) }
+        /// The first statistics bin that passes `test`, else `statsBins`.
+        func firstStatsBin(where test: (Int) -> Bool) -> Int {
+            for j in upTo(statsBins) where test(j) { return j }
+            return statsBins
+        }
         // The voicing band reads statistics bins as spectrum bins, so it stays where they are one bin
         // wide (below 4 kHz at every rate).
-        let singleBins = (0..<statsBins).first { statsFirst[$0 + 1] - statsFirst[$0] > 1 } ?? statsBins
+        let singleBins = firstStatsBin { statsFirst[$0 &+ 1] &- statsFirst[$0] > 1 }
         voicingLow = bin(200)
-        voicingHigh = max(voicingLow + 1, min(bin(2000), singleBins))
+        voicingHigh = max(voicingLow &+ 1, min(bin(2000), singleBins))
         // Long enough to hold the band: lag j of the correlation is j · n / size samples.
-        fft = RealFFT(size: 2 * voicingHigh + 2)
+        fft = RealFFT(size: 2 &* voicingHigh &+ 2)
         let size = fft.size
-        real = .allocate(capacity: size / 2 + 1)
-        imaginary = .allocate(capacity: size / 2 + 1)
-        real.initialize(repeating: 0, count: size / 2 + 1)
-        imaginary.initialize(repeating: 0, count: size / 2 + 1)
-        correlation = .allocate(capacity: size)
-        correlation.initialize(repeating: 0, count: size)
+        real = allocateBuffer(size / 2 &+ 1, repeating: 0)
+        imaginary = allocateBuffer(size / 2 &+ 1, repeating: 0)
+        correlation = allocateBuffer(size, repeating: 0)
         let step = Double(n) / Double(size)
-        lagFirst = max(1, Int(0.0025 * sampleRate / step) + 1)
-        lagLast = max(lagFirst, size / 2 - 1)
-        lagNormalization = .allocate(capacity: size / 2 + 1)
+        lagFirst = max(1, truncatedInt(0.0025 * sampleRate / step) &+ 1)
+        lagLast = max(lagFirst, size / 2 &- 1)
+        lagNormalization = allocateBuffer(size / 2 &+ 1, repeating: 0)
         func windowCorrelation(_ lag: Int) -> Double {
             var sum = 0.0
-            for i in upTo(n - lag) { sum += Double(analysisWindow[i]) * Double(analysisWindow[i + lag]) }
+            for i in upTo(n &- lag) { sum += Double(analysisWindow[i]) * Double(analysisWindow[i &+ lag]) }
             return sum
         }
         let zero = windowCorrelation(0)
-        for j in 0...(size / 2) {
-            let lag = min(n - 1, Int(Double(j) * step + 0.5))
+        for j in upTo(size / 2 &+ 1) {
+            let lag = min(n &- 1, truncatedInt(Double(j) * step + 0.5))
             lagNormalization[j] = Float(zero / max(windowCorrelation(lag), zero * 1e-3))
         }
         // In statistics bins: the first whose spectrum bins start at or above each edge.
-        let edges = [300.0, 1000, 2000, 4000, 8000].map { hz in
-            (0..<statsBins).first { statsFirst[$0] >= bin(hz) } ?? statsBins
+        let edgeHz: InlineArray<5, Double> = [300, 1000, 2000, 4000, 8000]
+        bandCount = 4
+        bandEdges = allocateBuffer(5, repeating: 0)
+        for i in upTo(5) {
+            let edge = bin(edgeHz[unchecked: i])
+            bandEdges[i] = firstStatsBin { statsFirst[$0] >= edge }
         }
-        bandCount = edges.count - 1
-        bandEdges = .allocate(capacity: edges.count)
-        for (i, e) in edges.enumerated() { bandEdges[i] = e }
-        statsWidth = .allocate(capacity: statsBins)
-        for j in upTo(statsBins) { statsWidth[j] = Float(statsFirst[j + 1] - statsFirst[j]) }
-        holdUpdates = max(1, Int(Self.holdSeconds / updateSeconds))
+        statsWidth = allocateBuffer(statsBins, repeating: 0)
+        for j in upTo(statsBins) { statsWidth[j] = Float(statsFirst[j &+ 1] &- statsFirst[j]) }
+        holdUpdates = max(1, truncatedInt(Self.holdSeconds / updateSeconds))
         closeStep = Float(updateSeconds / Self.closeSeconds)
     }
 
@@ -122,7 +125,7 @@ public struct SpeechActivity: ~Copyable {
         var level = false, lowLevel = false
         var lowExcess: Float = 0, highExcess: Float = 0, voicingExcess: Float = 0
         for b in upTo(bandCount) {
-            let from = bandEdges[b], to = bandEdges[b + 1]
+            let from = bandEdges[b], to = bandEdges[b &+ 1]
             if to <= from { continue }
             var p: Float = 0, q: Float = 0, ratios: Float = 0
             var width: Float = 0
@@ -150,7 +153,7 @@ public struct SpeechActivity: ~Copyable {
         for k in loop(from: voicingLow, upTo: voicingHigh) { real[k] = power[k] }
         fft.inverse(real: real, imaginary: imaginary, output: correlation)
         var peak: Float = 0, lag = lagFirst
-        for j in lagFirst...lagLast {
+        for j in loop(from: lagFirst, upTo: lagLast &+ 1) {
             let value = correlation[j] * lagNormalization[j]
             if value > peak { peak = value; lag = j }
         }
@@ -160,14 +163,14 @@ public struct SpeechActivity: ~Copyable {
         // of what stands above the noise below 2 kHz. The correlation of a burst of a few ms, from so
         // few samples, can peak high at some lag too, but a click's energy lies mostly higher.
         let voiced = level && periodicity >= voicedPeak && voicingExcess >= 0.5 * (lowExcess + highExcess - voicingExcess)
-        let samePitch = abs(lag - pitchLag) * 25 <= max(lag, 25)
-        voicedRun = voiced ? (voicedRun > 0 && samePitch ? voicedRun + 1 : 1) : 0
+        let samePitch = (lag > pitchLag ? lag &- pitchLag : pitchLag &- lag) &* 25 <= max(lag, 25)
+        voicedRun = voiced ? (voicedRun > 0 && samePitch ? voicedRun &+ 1 : 1) : 0
         pitchLag = lag
         if onset || voicedRun >= voicedUpdates {
             sinceEvidence = 0
             openness = 1
         } else if sinceEvidence < holdUpdates {
-            sinceEvidence += 1
+            sinceEvidence &+= 1
         } else {
             openness = max(openness - closeStep, 0)
         }
