@@ -21,7 +21,8 @@ public struct GainModel: ~Copyable {
     /// False when the blob is missing, damaged or of another shape: the suppressor then stays classical.
     public let isAvailable: Bool
 
-    static let magic: [UInt8] = Array("HEARGRU1".utf8)
+    /// "HEARGRU1", the blob's first 8 bytes, read as a little-endian UInt64.
+    static let magic: UInt64 = 0x3155_5247_5241_4548
     static let headerBytes = 8 + 4 * 8
 
     let arena: UnsafeMutablePointer<Float>
@@ -50,18 +51,19 @@ public struct GainModel: ~Copyable {
         }
         let version = word(0), inputs = word(1), dense = word(2), hidden = word(3), outputs = word(4),
             stride = word(5), count = word(6), checksum = word(7)
-        let expected = (dense * inputs + dense)  // dense layer
-            + (3 * hidden * dense + 3 * hidden * hidden + 6 * hidden)  // GRU 1
-            + (3 * hidden * hidden + 3 * hidden * hidden + 6 * hidden)  // GRU 2
-            + (outputs * 2 * hidden + outputs)  // output layer
-        var valid = blob.count >= Self.headerBytes && Array(blob[0..<8]) == Self.magic && version == 1
+        // Wrapping arithmetic: sizes out of range (and any product they overflow) fail the checks below.
+        let expected = (dense &* inputs &+ dense)  // dense layer
+            &+ (3 &* hidden &* dense &+ 3 &* hidden &* hidden &+ 6 &* hidden)  // GRU 1
+            &+ (3 &* hidden &* hidden &+ 3 &* hidden &* hidden &+ 6 &* hidden)  // GRU 2
+            &+ (outputs &* 2 &* hidden &+ outputs)  // output layer
+        var valid = blob.count >= Self.headerBytes && blob.loadUnaligned(as: UInt64.self).littleEndian == Self.magic && version == 1
             && (1...512).contains(inputs) && (8...256).contains(dense) && (8...256).contains(hidden)
             && dense % 8 == 0 && hidden % 8 == 0 && (1...64).contains(outputs) && (1...8).contains(stride)
-            && count == expected && blob.count == Self.headerBytes + 2 * count
+            && count == expected && blob.count == Self.headerBytes &+ 2 &* count
         if valid {
             // FNV-1a over the payload: a damaged or truncated blob is refused, never run.
             var hash: UInt32 = 0x811C_9DC5
-            for byte in blob[Self.headerBytes...] { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
+            for i in loop(from: Self.headerBytes, upTo: blob.count) { hash = (hash ^ UInt32(blob[i])) &* 0x0100_0193 }
             valid = hash == UInt32(checksum)
         }
         isAvailable = valid
@@ -71,22 +73,21 @@ public struct GainModel: ~Copyable {
         self.hidden = valid ? hidden : 8
         self.outputs = valid ? outputs : 1
         self.stride = valid ? stride : 1
-        func padded(_ n: Int) -> Int { (n + 7) / 8 * 8 }
+        func padded(_ n: Int) -> Int { (n &+ 7) / 8 &* 8 }
         inputColumns = padded(self.inputs)
         let h = self.hidden, d = self.dense, o = self.outputs
         var next = 0
-        func take(_ n: Int) -> Int { defer { next += padded(n) }; return next }
-        denseWeights = take(d * inputColumns); denseBias = take(d)
-        gru1Input = take(3 * h * d); gru1Recurrent = take(3 * h * h); gru1InputBias = take(3 * h); gru1RecurrentBias = take(3 * h)
-        gru2Input = take(3 * h * h); gru2Recurrent = take(3 * h * h); gru2InputBias = take(3 * h); gru2RecurrentBias = take(3 * h)
-        outputWeights = take(o * 2 * h); outputBias = take(o)
+        func take(_ n: Int) -> Int { defer { next &+= padded(n) }; return next }
+        denseWeights = take(d &* inputColumns); denseBias = take(d)
+        gru1Input = take(3 &* h &* d); gru1Recurrent = take(3 &* h &* h); gru1InputBias = take(3 &* h); gru1RecurrentBias = take(3 &* h)
+        gru2Input = take(3 &* h &* h); gru2Recurrent = take(3 &* h &* h); gru2InputBias = take(3 &* h); gru2RecurrentBias = take(3 &* h)
+        outputWeights = take(o &* 2 &* h); outputBias = take(o)
         input = take(inputColumns); denseOut = take(d); state1 = take(h); state2 = take(h)
-        gatesInput = take(3 * h); gatesRecurrent = take(3 * h); output = take(o)
+        gatesInput = take(3 &* h); gatesRecurrent = take(3 &* h); output = take(o)
         arenaCount = next
-        let weights = UnsafeMutablePointer<Float>.allocate(capacity: arenaCount)
-        weights.initialize(repeating: 0, count: arenaCount)
+        let weights = allocateBuffer(arenaCount, repeating: Float(0))
         arena = weights
-        guard valid else { return }
+        guard valid, let base = blob.baseAddress else { return }
 
         // Offsets as plain values: the nested function must not capture (and so consume) self.
         let o1 = denseWeights, o2 = denseBias, o3 = gru1Input, o4 = gru1Recurrent, o5 = gru1InputBias, o6 = gru1RecurrentBias
@@ -97,23 +98,23 @@ public struct GainModel: ~Copyable {
         func read(into offset: Int, rows: Int, columns: Int, rowStride: Int) {
             for r in upTo(rows) {
                 for c in upTo(columns) {
-                    let bits = blob.loadUnaligned(fromByteOffset: position, as: UInt16.self).littleEndian
-                    weights[offset + r * rowStride + c] = Float(Float16(bitPattern: bits))
-                    position += 2
+                    let bits = base.loadUnaligned(fromByteOffset: position, as: UInt16.self).littleEndian
+                    weights[offset &+ r &* rowStride &+ c] = Float(Float16(bitPattern: bits))
+                    position &+= 2
                 }
             }
         }
         read(into: o1, rows: d, columns: n, rowStride: columns)
         read(into: o2, rows: 1, columns: d, rowStride: d)
-        read(into: o3, rows: 3 * h, columns: d, rowStride: d)
-        read(into: o4, rows: 3 * h, columns: h, rowStride: h)
-        read(into: o5, rows: 1, columns: 3 * h, rowStride: 3 * h)
-        read(into: o6, rows: 1, columns: 3 * h, rowStride: 3 * h)
-        read(into: o7, rows: 3 * h, columns: h, rowStride: h)
-        read(into: o8, rows: 3 * h, columns: h, rowStride: h)
-        read(into: o9, rows: 1, columns: 3 * h, rowStride: 3 * h)
-        read(into: o10, rows: 1, columns: 3 * h, rowStride: 3 * h)
-        read(into: o11, rows: o, columns: 2 * h, rowStride: 2 * h)
+        read(into: o3, rows: 3 &* h, columns: d, rowStride: d)
+        read(into: o4, rows: 3 &* h, columns: h, rowStride: h)
+        read(into: o5, rows: 1, columns: 3 &* h, rowStride: 3 &* h)
+        read(into: o6, rows: 1, columns: 3 &* h, rowStride: 3 &* h)
+        read(into: o7, rows: 3 &* h, columns: h, rowStride: h)
+        read(into: o8, rows: 3 &* h, columns: h, rowStride: h)
+        read(into: o9, rows: 1, columns: 3 &* h, rowStride: 3 &* h)
+        read(into: o10, rows: 1, columns: 3 &* h, rowStride: 3 &* h)
+        read(into: o11, rows: o, columns: 2 &* h, rowStride: 2 &* h)
         read(into: o12, rows: 1, columns: o, rowStride: o)
     }
 
@@ -127,8 +128,8 @@ public struct GainModel: ~Copyable {
     /// Clears the recurrent state (a stream restarts).
     @_noLocks public mutating func reset() {
         for i in upTo(hidden) {
-            arena[state1 + i] = 0
-            arena[state2 + i] = 0
+            arena[state1 &+ i] = 0
+            arena[state2 &+ i] = 0
         }
     }
 
@@ -137,26 +138,26 @@ public struct GainModel: ~Copyable {
         guard isAvailable else { return }
         let a = arena
         Self.multiply(a + denseWeights, rows: dense, columns: inputColumns, a + input, plus: a + denseBias, into: a + denseOut)
-        for i in upTo(dense) { a[denseOut + i] = Self.tanh(a[denseOut + i]) }
+        for i in upTo(dense) { a[denseOut &+ i] = Self.tanh(a[denseOut &+ i]) }
         gru(input: a + denseOut, inputColumns: dense, weights: gru1Input, recurrent: gru1Recurrent,
             inputBias: gru1InputBias, recurrentBias: gru1RecurrentBias, state: state1)
         gru(input: a + state1, inputColumns: hidden, weights: gru2Input, recurrent: gru2Recurrent,
             inputBias: gru2InputBias, recurrentBias: gru2RecurrentBias, state: state2)
         // [h1; h2] are adjacent in the arena (hidden is a multiple of 8, so no padding between them).
-        Self.multiply(a + outputWeights, rows: outputs, columns: 2 * hidden, a + state1, plus: a + outputBias, into: a + output)
-        for i in upTo(outputs) { a[output + i] = Self.sigmoid(a[output + i]) }
+        Self.multiply(a + outputWeights, rows: outputs, columns: 2 &* hidden, a + state1, plus: a + outputBias, into: a + output)
+        for i in upTo(outputs) { a[output &+ i] = Self.sigmoid(a[output &+ i]) }
     }
 
     @inline(__always) func gru(input x: UnsafeMutablePointer<Float>, inputColumns: Int, weights: Int, recurrent: Int,
                                inputBias: Int, recurrentBias: Int, state: Int) {
         let a = arena, h = hidden
-        Self.multiply(a + weights, rows: 3 * h, columns: inputColumns, x, plus: a + inputBias, into: a + gatesInput)
-        Self.multiply(a + recurrent, rows: 3 * h, columns: h, a + state, plus: a + recurrentBias, into: a + gatesRecurrent)
+        Self.multiply(a + weights, rows: 3 &* h, columns: inputColumns, x, plus: a + inputBias, into: a + gatesInput)
+        Self.multiply(a + recurrent, rows: 3 &* h, columns: h, a + state, plus: a + recurrentBias, into: a + gatesRecurrent)
         let gi = a + gatesInput, gh = a + gatesRecurrent, s = a + state
         for i in upTo(h) {
             let r = Self.sigmoid(gi[i] + gh[i])
-            let z = Self.sigmoid(gi[h + i] + gh[h + i])
-            let n = Self.tanh(gi[2 * h + i] + r * gh[2 * h + i])
+            let z = Self.sigmoid(gi[h &+ i] + gh[h &+ i])
+            let n = Self.tanh(gi[2 &* h &+ i] + r * gh[2 &* h &+ i])
             s[i] = n + z * (s[i] - n)
         }
     }
@@ -168,12 +169,12 @@ public struct GainModel: ~Copyable {
         let vector = UnsafeRawPointer(x)
         var r = 0
         // Four rows at a time: four independent accumulators share each load of x.
-        while r + 4 <= rows {
-            let row0 = UnsafeRawPointer(w + r * columns), row1 = UnsafeRawPointer(w + (r + 1) * columns)
-            let row2 = UnsafeRawPointer(w + (r + 2) * columns), row3 = UnsafeRawPointer(w + (r + 3) * columns)
+        while r &+ 4 <= rows {
+            let row0 = UnsafeRawPointer(w + r &* columns), row1 = UnsafeRawPointer(w + (r &+ 1) &* columns)
+            let row2 = UnsafeRawPointer(w + (r &+ 2) &* columns), row3 = UnsafeRawPointer(w + (r &+ 3) &* columns)
             var s0 = SIMD8<Float>(), s1 = SIMD8<Float>(), s2 = SIMD8<Float>(), s3 = SIMD8<Float>()
             for j in upTo(blocks) {
-                let offset = j * 32
+                let offset = j &* 32
                 let v = vector.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
                 s0 += row0.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * v
                 s1 += row1.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * v
@@ -181,19 +182,19 @@ public struct GainModel: ~Copyable {
                 s3 += row3.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * v
             }
             out[r] = s0.sum() + bias[r]
-            out[r + 1] = s1.sum() + bias[r + 1]
-            out[r + 2] = s2.sum() + bias[r + 2]
-            out[r + 3] = s3.sum() + bias[r + 3]
-            r += 4
+            out[r &+ 1] = s1.sum() + bias[r &+ 1]
+            out[r &+ 2] = s2.sum() + bias[r &+ 2]
+            out[r &+ 3] = s3.sum() + bias[r &+ 3]
+            r &+= 4
         }
         while r < rows {
-            let row = UnsafeRawPointer(w + r * columns)
+            let row = UnsafeRawPointer(w + r &* columns)
             var s = SIMD8<Float>()
             for j in upTo(blocks) {
-                s += row.loadUnaligned(fromByteOffset: j * 32, as: SIMD8<Float>.self) * vector.loadUnaligned(fromByteOffset: j * 32, as: SIMD8<Float>.self)
+                s += row.loadUnaligned(fromByteOffset: j &* 32, as: SIMD8<Float>.self) * vector.loadUnaligned(fromByteOffset: j &* 32, as: SIMD8<Float>.self)
             }
             out[r] = s.sum() + bias[r]
-            r += 1
+            r &+= 1
         }
     }
 
