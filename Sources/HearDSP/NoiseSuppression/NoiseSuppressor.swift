@@ -184,19 +184,19 @@ public struct NoiseSuppressor: ~Copyable {
     public private(set) var noiseFloorDB: Float = -120
 
     /// The hop (M) this stage uses at `sampleRate`: 1/375 s, so latency 2M - 1 stays within 5.33 ms.
-    public static func hop(sampleRate: Double) -> Int { max(4, Int(sampleRate / 375)) }
-    public static func latency(sampleRate: Double) -> Int { 2 * hop(sampleRate: sampleRate) - 1 }
+    public static func hop(sampleRate: Double) -> Int { max(4, truncatedInt(sampleRate / 375)) }
+    public static func latency(sampleRate: Double) -> Int { 2 &* hop(sampleRate: sampleRate) &- 1 }
 
     public init(sampleRate: Double, channels: Int, values: ParameterValues) {
         self.sampleRate = sampleRate
         self.channels = min(max(channels, 1), 2)
         let m = Self.hop(sampleRate: sampleRate)
         hop = m
-        fft = RealFFT(size: 8 * m)
+        fft = RealFFT(size: 8 &* m)
         let n = fft.size
         frameLength = n
-        bins = n / 2 + 1
-        latency = 2 * m - 1
+        bins = n / 2 &+ 1
+        latency = 2 &* m &- 1
         // The noncopyable members first: the optimizer must never see them uninitialized while
         // the initializer reads self (it then freed garbage here).
         bands = SpeechBands(sampleRate: sampleRate, frameLength: n)
@@ -205,17 +205,17 @@ public struct NoiseSuppressor: ~Copyable {
             && gainModel.inputs == Self.featureCount && gainModel.outputs > SpeechBandLayout.count
         model = gainModel
 
-        analysisWindow = .allocate(capacity: n)
-        synthesisWindow = .allocate(capacity: 2 * m)
-        overlapWindow = .allocate(capacity: 2 * m)
+        analysisWindow = allocateBuffer(n, repeating: 0)
+        synthesisWindow = allocateBuffer(2 &* m, repeating: 0)
+        overlapWindow = allocateBuffer(2 &* m, repeating: 0)
         func hann(_ j: Int) -> Double { 0.5 - 0.5 * LibM.cos(Double.pi * Double(j) / Double(m)) }  // period 2M
-        let rise = n - m
+        let rise = n &- m
         for i in upTo(rise) {
             analysisWindow[i] = Float(LibM.sqrt(0.5 - 0.5 * LibM.cos(Double.pi * Double(i) / Double(rise))))
         }
-        for i in loop(from: rise, upTo: n) { analysisWindow[i] = Float(LibM.sqrt(hann(i - (n - 2 * m)))) }
-        for j in upTo(2 * m) {
-            let a = Double(analysisWindow[n - 2 * m + j])
+        for i in loop(from: rise, upTo: n) { analysisWindow[i] = Float(LibM.sqrt(hann(i &- (n &- 2 &* m)))) }
+        for j in upTo(2 &* m) {
+            let a = Double(analysisWindow[n &- 2 &* m &+ j])
             synthesisWindow[j] = a > 0 ? Float(hann(j) / a) : 0
             overlapWindow[j] = Float(hann(j))
         }
@@ -224,17 +224,15 @@ public struct NoiseSuppressor: ~Copyable {
         powerNormalization = Float(1 / (Double(n) * windowEnergy))
 
         func buffer(_ count: Int, _ value: Float = 0) -> UnsafeMutablePointer<Float> {
-            let p = UnsafeMutablePointer<Float>.allocate(capacity: count)
-            p.initialize(repeating: value, count: count)
-            return p
+            allocateBuffer(count, repeating: value)
         }
-        inputCapacity = n + 8 * m
-        input = buffer(2 * inputCapacity)
-        accumulator = buffer(4 * m)
-        ready = buffer(2 * m)
+        inputCapacity = n &+ 8 &* m
+        input = buffer(2 &* inputCapacity)
+        accumulator = buffer(4 &* m)
+        ready = buffer(2 &* m)
         frame = buffer(n)
-        spectrumReal = buffer(2 * bins)
-        spectrumImaginary = buffer(2 * bins)
+        spectrumReal = buffer(2 &* bins)
+        spectrumImaginary = buffer(2 &* bins)
         power = buffer(bins)
         noise = buffer(bins)
         presenceAverage = buffer(bins)
@@ -249,35 +247,43 @@ public struct NoiseSuppressor: ~Copyable {
         smoothedPower = buffer(bins)
         windowMinimum = buffer(bins, .greatestFiniteMagnitude)
         windowMaximum = buffer(bins)
-        pastMinima = buffer(8 * bins, .greatestFiniteMagnitude)
+        pastMinima = buffer(8 &* bins, .greatestFiniteMagnitude)
         pastMinimum = buffer(bins, .greatestFiniteMagnitude)
         appliedGain = buffer(bins, 1)
 
         let binWidth = sampleRate / Double(n)
-        speechLow = max(1, min(bins - 1, Int(300 / binWidth)))
-        speechHigh = max(speechLow + 1, min(bins, Int(4000 / binWidth) + 1))
+        speechLow = max(1, min(bins &- 1, truncatedInt(300 / binWidth)))
+        speechHigh = max(speechLow &+ 1, min(bins, truncatedInt(4000 / binWidth) &+ 1))
         statsSplit = min(bins, speechHigh)
-        var firsts = Array(0..<statsSplit)
-        let pairsEnd = min(bins, max(statsSplit, Int(8000 / binWidth) + 1))
+        // Every bin below the split, then pairs of bins up to 8 kHz, then eights: counted, then written.
+        let pairsEnd = min(bins, max(statsSplit, truncatedInt(8000 / binWidth) &+ 1))
+        let binCount = bins  // a local: the function below must not capture a half-built self
+        func nextFirst(_ first: Int) -> Int { min(first &+ (first < pairsEnd ? 2 : 8), binCount) }
+        var firstCount = statsSplit
         var next = statsSplit
-        while next < bins {
-            firsts.append(next)
-            next = min(next + (next < pairsEnd ? 2 : 8), bins)
+        while next < binCount {
+            firstCount &+= 1
+            next = nextFirst(next)
         }
-        statsBins = firsts.count
-        statsFirst = .allocate(capacity: statsBins + 1)
-        for (j, first) in firsts.enumerated() { statsFirst[j] = first }
+        statsBins = firstCount
+        statsFirst = allocateBuffer(statsBins &+ 1, repeating: 0)
+        for j in upTo(statsSplit) { statsFirst[j] = j }
+        next = statsSplit
+        for j in loop(from: statsSplit, upTo: firstCount) {
+            statsFirst[j] = next
+            next = nextFirst(next)
+        }
         statsFirst[statsBins] = bins
         activity = SpeechActivity(sampleRate: sampleRate, frameLength: n, analysisWindow: analysisWindow,
-                                  updateSeconds: Double(group * m) / sampleRate, statsFirst: statsFirst, statsBins: statsBins)
+                                  updateSeconds: Double(group &* m) / sampleRate, statsFirst: statsFirst, statsBins: statsBins)
         binPower = buffer(bins)
         binGain = buffer(bins, 1)
         statsWeight = buffer(statsBins)
         for j in upTo(statsBins) {
-            for k in loop(from: statsFirst[j], upTo: statsFirst[j + 1]) { statsWeight[j] += k == 0 || k == bins - 1 ? 1 : 2 }
+            for k in loop(from: statsFirst[j], upTo: statsFirst[j &+ 1]) { statsWeight[j] += k == 0 || k == bins &- 1 ? 1 : 2 }
         }
 
-        let frameSeconds = Double(group * m) / sampleRate  // statistics run once per group of frames
+        let frameSeconds = Double(group &* m) / sampleRate  // statistics run once per group of frames
         func perFrame(_ factor: Double, per seconds: Double) -> Float { Float(LibM.pow(factor, frameSeconds / seconds)) }
         presenceSmoothing = perFrame(0.9, per: 0.016)
         noiseSmoothing = perFrame(0.8, per: 0.016)
@@ -287,9 +293,9 @@ public struct NoiseSuppressor: ~Copyable {
         mixRate = Float(1 - LibM.exp(-frameSeconds / 0.010))
         meterRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
         learnedRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
-        warmupFrames = max(1, Int(0.03 / frameSeconds))
+        warmupFrames = max(1, truncatedInt(0.03 / frameSeconds))
         // Minima over 8 sub-windows spanning about 1.5 s: longer than a word, shorter than a noise change may take.
-        minimumWindowFrames = max(1, Int(1.5 / 8 / frameSeconds))
+        minimumWindowFrames = max(1, truncatedInt(1.5 / 8 / frameSeconds))
         powerSmoothing = Float(LibM.exp(-frameSeconds / 0.05))
         // The minimum of a smoothed periodogram sits well below the noise's mean (Martin 2001 derives
         // the factor from its variance). 2.75 for this smoothing and overlap: on stationary noise the
@@ -364,24 +370,24 @@ public struct NoiseSuppressor: ~Copyable {
     }
 
     @_noLocks public mutating func reset() {
-        input.update(repeating: 0, count: 2 * inputCapacity)
+        input.fill(0, count: 2 &* inputCapacity)
         inputStart = 0
-        accumulator.update(repeating: 0, count: 4 * hop)
-        ready.update(repeating: 0, count: 2 * hop)
-        noise.update(repeating: 0, count: bins)
-        presenceAverage.update(repeating: 0, count: bins)
-        cleanPower.update(repeating: 0, count: bins)
-        prioriAverage.update(repeating: 0, count: bins)
-        gain.update(repeating: 1, count: bins)
-        smoothedPower.update(repeating: 0, count: bins)
-        windowMinimum.update(repeating: .greatestFiniteMagnitude, count: bins)
-        windowMaximum.update(repeating: 0, count: bins)
-        pastMinima.update(repeating: .greatestFiniteMagnitude, count: minimumWindows * bins)
-        pastMinimum.update(repeating: .greatestFiniteMagnitude, count: bins)
+        accumulator.fill(0, count: 4 &* hop)
+        ready.fill(0, count: 2 &* hop)
+        noise.fill(0, count: bins)
+        presenceAverage.fill(0, count: bins)
+        cleanPower.fill(0, count: bins)
+        prioriAverage.fill(0, count: bins)
+        gain.fill(1, count: bins)
+        smoothedPower.fill(0, count: bins)
+        windowMinimum.fill(.greatestFiniteMagnitude, count: bins)
+        windowMaximum.fill(0, count: bins)
+        pastMinima.fill(.greatestFiniteMagnitude, count: minimumWindows &* bins)
+        pastMinimum.fill(.greatestFiniteMagnitude, count: bins)
         minimumFrame = 0
         minimumSlot = 0
         stuckWindows = 0
-        appliedGain.update(repeating: 1, count: bins)
+        appliedGain.fill(1, count: bins)
         fill = 0
         framesSinceReset = 0
         groupPosition = 0
@@ -393,9 +399,9 @@ public struct NoiseSuppressor: ~Copyable {
         modelPhase = 0
         modelSpeech = 0
         learnedMix = learned && modelAvailable ? 1 : 0
-        previousLevel.update(repeating: (Self.levelFloorDB + 50) * 0.05, count: SpeechBandLayout.count)
-        bandGain.update(repeating: 1, count: SpeechBandLayout.count)
-        learnedBinGain.update(repeating: 1, count: bins)
+        previousLevel.fill((Self.levelFloorDB + 50) * 0.05, count: SpeechBandLayout.count)
+        bandGain.fill(1, count: SpeechBandLayout.count)
+        learnedBinGain.fill(1, count: bins)
     }
 
     /// Processes `count` samples in place; `right` is used only in stereo. Output is the input
@@ -406,27 +412,27 @@ public struct NoiseSuppressor: ~Copyable {
         let n = frameLength, m = hop
         var done = 0
         while done < count {
-            let chunk = min(count - done, m - fill)
+            let chunk = min(count &- done, m &- fill)
             // Read the chunk's input before writing any output (in place).
-            let base = inputStart + n - m + fill
-            let bytes = chunk * MemoryLayout<Float>.stride
+            let base = inputStart &+ n &- m &+ fill
+            let bytes = max(0, chunk &* MemoryLayout<Float>.stride)  // max: copyMemory traps on a negative count
             UnsafeMutableRawPointer(input + base).copyMemory(from: left + done, byteCount: bytes)
             if stereo, let right { UnsafeMutableRawPointer(input + inputCapacity + base).copyMemory(from: right + done, byteCount: bytes) }
-            let completes = fill + chunk == m
+            let completes = fill &+ chunk == m
             // Output for sample at fill f is ready[f + 1]; the one completing a hop reads the new frame's first.
-            let direct = completes ? chunk - 1 : chunk
-            let directBytes = direct * MemoryLayout<Float>.stride
+            let direct = completes ? chunk &- 1 : chunk
+            let directBytes = max(0, direct &* MemoryLayout<Float>.stride)
             UnsafeMutableRawPointer(left + done).copyMemory(from: ready + fill + 1, byteCount: directBytes)
             if stereo, let right { UnsafeMutableRawPointer(right + done).copyMemory(from: ready + m + fill + 1, byteCount: directBytes) }
             if completes {
                 processFrame(stereo: stereo)
-                left[done + chunk - 1] = ready[0]
-                if stereo, let right { right[done + chunk - 1] = ready[m] }
+                left[done &+ chunk &- 1] = ready[0]
+                if stereo, let right { right[done &+ chunk &- 1] = ready[m] }
                 fill = 0
             } else {
-                fill += chunk
+                fill &+= chunk
             }
-            done += chunk
+            done &+= chunk
         }
     }
 
@@ -436,17 +442,17 @@ public struct NoiseSuppressor: ~Copyable {
         let n = frameLength
         let channelCount = stereo ? 2 : 1
         for c in upTo(channelCount) {
-            let samples = input + c * inputCapacity + inputStart
+            let samples = input + (c &* inputCapacity &+ inputStart)
             for i in upTo(n) { frame[i] = samples[i] * analysisWindow[i] }
-            fft.forward(frame, real: spectrumReal + c * bins, imaginary: spectrumImaginary + c * bins)
+            fft.forward(frame, real: spectrumReal + c &* bins, imaginary: spectrumImaginary + c &* bins)
         }
         // Statistics and gains are updated every second frame (every 2M samples, 5.3 ms at 48 kHz)
         // from the two frames' mean power, which halves the per-bin work and the periodogram's
         // variance; both frames apply the mask.
         let position = groupPosition
-        groupPosition = position + 1 == group ? 0 : position + 1
+        groupPosition = position &+ 1 == group ? 0 : position &+ 1
         let last = groupPosition == 0
-        let weight: Float = 1 / Float(position + 1)
+        let weight: Float = 1 / Float(position &+ 1)
         let keep: Float = 1 - weight
         if stereo {
             let r2 = spectrumReal + bins, i2 = spectrumImaginary + bins
@@ -464,10 +470,10 @@ public struct NoiseSuppressor: ~Copyable {
             // The statistics' bins: every bin up to `statsSplit`, the bands' mean power above.
             for k in upTo(statsSplit) { power[k] = binPower[k] }
             for j in loop(from: statsSplit, upTo: statsBins) {
-                let from = statsFirst[j], to = statsFirst[j + 1]
+                let from = statsFirst[j], to = statsFirst[j &+ 1]
                 var sum: Float = 0
                 for i in loop(from: from, upTo: to) { sum += binPower[i] }
-                power[j] = sum / Float(to - from)
+                power[j] = sum / Float(to &- from)
             }
             trackNoise()
             // The unscaled estimate: ns.sensitivity shapes the gains, not whether somebody speaks.
@@ -491,8 +497,8 @@ public struct NoiseSuppressor: ~Copyable {
         if mix == 0 {
             // Off and settled: the frame passes unchanged, so its share of the output is x · Hann.
             for c in upTo(channelCount) {
-                let samples = input + c * inputCapacity + inputStart + (n - 2 * m), acc = accumulator + c * 2 * m
-                for j in upTo(2 * m) { acc[j] += samples[j] * overlapWindow[j] }
+                let samples = input + (c &* inputCapacity &+ inputStart &+ (n &- 2 &* m)), acc = accumulator + c &* 2 &* m
+                for j in upTo(2 &* m) { acc[j] += samples[j] * overlapWindow[j] }
             }
             if last {
                 for k in upTo(bins) { appliedGain[k] = 1 }
@@ -506,33 +512,33 @@ public struct NoiseSuppressor: ~Copyable {
                 learnedStep()
             }
             for c in upTo(channelCount) {
-                let re = spectrumReal + c * bins, im = spectrumImaginary + c * bins
+                let re = spectrumReal + c &* bins, im = spectrumImaginary + c &* bins
                 for k in upTo(bins) {
                     re[k] *= appliedGain[k]
                     im[k] *= appliedGain[k]
                 }
-                fft.inverse(real: re, imaginary: im, output: frame, first: n - 2 * m)
-                let tail = frame + (n - 2 * m), acc = accumulator + c * 2 * m
-                for j in upTo(2 * m) { acc[j] += tail[j] * synthesisWindow[j] }
+                fft.inverse(real: re, imaginary: im, output: frame, first: n &- 2 &* m)
+                let tail = frame + (n &- 2 &* m), acc = accumulator + c &* 2 &* m
+                for j in upTo(2 &* m) { acc[j] += tail[j] * synthesisWindow[j] }
             }
         }
 
         // The first M accumulated samples are complete: hand them out and shift the rest down.
         for c in upTo(channelCount) {
-            let acc = accumulator + c * 2 * m, out = ready + c * m
+            let acc = accumulator + c &* 2 &* m, out = ready + c &* m
             for j in upTo(m) {
                 out[j] = acc[j]
-                acc[j] = acc[j + m]
-                acc[j + m] = 0
+                acc[j] = acc[j &+ m]
+                acc[j &+ m] = 0
             }
         }
         // The next frame starts M later; when it would run past the buffer, its first N - M samples move to the start.
-        if inputStart + n + m <= inputCapacity {
-            inputStart += m
+        if inputStart &+ n &+ m <= inputCapacity {
+            inputStart &+= m
         } else {
             for c in upTo(channelCount) {
-                let channel = input + c * inputCapacity
-                UnsafeMutableRawPointer(channel).copyMemory(from: channel + inputStart + m, byteCount: (n - m) * MemoryLayout<Float>.stride)
+                let channel = input + c &* inputCapacity
+                UnsafeMutableRawPointer(channel).copyMemory(from: channel + (inputStart &+ m), byteCount: max(0, (n &- m) &* MemoryLayout<Float>.stride))
             }
             inputStart = 0
         }
@@ -546,7 +552,7 @@ public struct NoiseSuppressor: ~Copyable {
         if target > 0 && learnedMix == 0 {
             // Coming from the classical mode: the model starts fresh, as on a new stream.
             model.reset()
-            bandGain.update(repeating: 1, count: SpeechBandLayout.count)
+            bandGain.fill(1, count: SpeechBandLayout.count)
             modelPhase = 0
         }
         let running = available && (target > 0 || learnedMix > 0)
@@ -621,20 +627,20 @@ public struct NoiseSuppressor: ~Copyable {
             windowMaximum[k] = max(windowMaximum[k], smoothed)
             noise[k] = max(min(noise[k], bias * min(current, pastMinimum[k])), 1e-12)
         }
-        minimumFrame += 1
+        minimumFrame &+= 1
         if minimumFrame >= minimumWindowFrames {
             minimumFrame = 0
             relearnIfStuck()
-            let slot = pastMinima + minimumSlot * statsBins
+            let slot = pastMinima + minimumSlot &* statsBins
             for k in upTo(statsBins) {
                 slot[k] = windowMinimum[k]
                 windowMinimum[k] = smoothedPower[k]
                 windowMaximum[k] = smoothedPower[k]
             }
-            minimumSlot = minimumSlot + 1 == minimumWindows ? 0 : minimumSlot + 1
+            minimumSlot = minimumSlot &+ 1 == minimumWindows ? 0 : minimumSlot &+ 1
             for k in upTo(statsBins) { pastMinimum[k] = pastMinima[k] }
             for w in loop(from: 1, upTo: minimumWindows) {
-                let past = pastMinima + w * statsBins
+                let past = pastMinima + w &* statsBins
                 for k in upTo(statsBins) { pastMinimum[k] = min(pastMinimum[k], past[k]) }
             }
         }
@@ -672,7 +678,7 @@ public struct NoiseSuppressor: ~Copyable {
             noise[k] = bias * low
             // The past sub-windows held the silence: their minima would pull the ceiling back down.
             for w in upTo(minimumWindows) {
-                let past = pastMinima + w * statsBins
+                let past = pastMinima + w &* statsBins
                 past[k] = max(past[k], low)
             }
             presenceAverage[k] = 0
@@ -698,23 +704,23 @@ public struct NoiseSuppressor: ~Copyable {
         // A-priori speech absence from the smoothed a-priori SNR: local (3 statsBins), global (about 1 kHz), frame.
         var frameSum: Float = 0
         for k in loop(from: speechLow, upTo: speechHigh) { frameSum += prioriAverage[k] }
-        let framePresence = Self.presence(frameSum / Float(speechHigh - speechLow))
-        let globalHalf = max(1, Int(500 / (sampleRate / Double(frameLength))))
+        let framePresence = Self.presence(frameSum / Float(speechHigh &- speechLow))
+        let globalHalf = max(1, truncatedInt(500 / (sampleRate / Double(frameLength))))
         // Sliding window [k - globalHalf, k + globalHalf], cut at the ends of the spectrum.
         var globalSum: Float = 0
         var globalCount = 0
-        for k in upTo(min(statsBins, globalHalf + 1)) { globalSum += prioriAverage[k]; globalCount += 1 }
+        for k in upTo(min(statsBins, globalHalf &+ 1)) { globalSum += prioriAverage[k]; globalCount &+= 1 }
         bandAverage[0] = globalSum / Float(globalCount)
         for k in loop(from: 1, upTo: statsBins) {
-            let entering = k + globalHalf, leaving = k - globalHalf - 1
-            if entering < statsBins { globalSum += prioriAverage[entering]; globalCount += 1 }
-            if leaving >= 0 { globalSum -= prioriAverage[leaving]; globalCount -= 1 }
+            let entering = k &+ globalHalf, leaving = k &- globalHalf &- 1
+            if entering < statsBins { globalSum += prioriAverage[entering]; globalCount &+= 1 }
+            if leaving >= 0 { globalSum -= prioriAverage[leaving]; globalCount &-= 1 }
             bandAverage[k] = globalSum / Float(globalCount)
         }
         absence[0] = 1 - Self.presence(prioriAverage[0]) * Self.presence(bandAverage[0]) * framePresence
-        absence[statsBins - 1] = 1 - Self.presence(prioriAverage[statsBins - 1]) * Self.presence(bandAverage[statsBins - 1]) * framePresence
-        for k in loop(from: 1, upTo: statsBins - 1) {
-            let local = (prioriAverage[k - 1] + prioriAverage[k] + prioriAverage[k + 1]) * (1 / 3)
+        absence[statsBins &- 1] = 1 - Self.presence(prioriAverage[statsBins &- 1]) * Self.presence(bandAverage[statsBins &- 1]) * framePresence
+        for k in loop(from: 1, upTo: statsBins &- 1) {
+            let local = (prioriAverage[k &- 1] + prioriAverage[k] + prioriAverage[k &+ 1]) * (1 / 3)
             absence[k] = 1 - Self.presence(local) * Self.presence(bandAverage[k]) * framePresence
         }
 
@@ -749,10 +755,10 @@ public struct NoiseSuppressor: ~Copyable {
         for k in upTo(statsSplit) { binGain[k] = gain[k] }
         for j in loop(from: statsSplit, upTo: statsBins) {
             let g = gain[j]
-            for k in loop(from: statsFirst[j], upTo: statsFirst[j + 1]) { binGain[k] = g }
+            for k in loop(from: statsFirst[j], upTo: statsFirst[j &+ 1]) { binGain[k] = g }
         }
         let open = activity.openness
-        for k in loop(from: 1, upTo: bins - 1) {
+        for k in loop(from: 1, upTo: bins &- 1) {
             let gated = floor + open * (binGain[k] - floor)
             appliedGain[k] = 1 - strength * (1 - gated)
         }
@@ -766,12 +772,12 @@ public struct NoiseSuppressor: ~Copyable {
         // `make eval`, 25 dB for speech at 8 kHz in the tests).
         gain[0] = gain[1]
         appliedGain[0] = 1 - strength * (1 - floor)
-        gain[statsBins - 1] = gain[statsBins - 2]
-        appliedGain[bins - 1] = appliedGain[bins - 2]
+        gain[statsBins &- 1] = gain[statsBins &- 2]
+        appliedGain[bins &- 1] = appliedGain[bins &- 2]
         var presenceSum: Float = 0
         for k in loop(from: speechLow, upTo: speechHigh) { presenceSum += presence[k] }
         // While the gate is shut the suppressor treats everything as noise, and the meter says so.
-        let frameProbability = presenceSum / Float(speechHigh - speechLow) * open
+        let frameProbability = presenceSum / Float(speechHigh &- speechLow) * open
         speechProbability += meterRate * (frameProbability - speechProbability)
     }
 

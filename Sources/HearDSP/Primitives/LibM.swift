@@ -6,6 +6,7 @@ import Glibc
 
 enum LibM {
     @inline(__always) static func exp(_ x: Double) -> Double { _unsafePerformance { Glibc.exp(x) } }
+    @inline(__always) static func trunc(_ x: Double) -> Double { _unsafePerformance { Glibc.trunc(x) } }
     @inline(__always) static func log(_ x: Double) -> Double { _unsafePerformance { Glibc.log(x) } }
     @inline(__always) static func exp2(_ x: Double) -> Double { _unsafePerformance { Glibc.exp2(x) } }
     @inline(__always) static func log2(_ x: Double) -> Double { _unsafePerformance { Glibc.log2(x) } }
