@@ -1,6 +1,8 @@
 // Chain numbers and their names. LADSPA gives an instance no name, so a config sets the integer
 // `chain` control port; the first few numbers have names people can type (`--chain mic`).
 
+import HearDSP
+
 public enum ChainName {
     static let named = ["default", "mic", "speaker"]
     /// The largest chain number; the control port is clamped to 0...maximum.
@@ -24,6 +26,7 @@ public enum ChainName {
     @inlinable public static func number(port value: Float) -> Int {
         guard value == value, value > 0.5 else { return 0 }
         if value >= Float(maximum) { return maximum }
-        return Int(value + 0.5)  // rounded (Float.rounded() is not allowed on the audio thread)
+        // Rounded (Float.rounded() is not allowed on the audio thread), and converted without a trap.
+        return truncatedInt(Double(value + 0.5))
     }
 }

@@ -66,7 +66,7 @@ struct Instance: ~Copyable {
     @_noLocks mutating func readControls(into next: inout ParameterValues) -> Bool {
         var changed = false
         for index in 0..<Parameter.count {
-            guard let port = ports[layout.firstControl + index] else { continue }
+            guard let port = ports[layout.firstControl &+ index] else { continue }
             let raw = port.pointee
             if raw.bitPattern == lastPortValues[index].bitPattern { continue }
             lastPortValues[index] = raw
@@ -112,11 +112,11 @@ struct Instance: ~Copyable {
         let inputs = layout.audioInputs, outputs = layout.audioOutputs
         guard let inLeft = ports[inputs.lowerBound], let outLeft = ports[outputs.lowerBound] else { return }
         let stereo = layout.channels == 2
-        let inRight = stereo ? ports[inputs.lowerBound + 1] : nil
-        let outRight = stereo ? ports[outputs.lowerBound + 1] : nil
+        let inRight = stereo ? ports[inputs.lowerBound &+ 1] : nil
+        let outRight = stereo ? ports[outputs.lowerBound &+ 1] : nil
         if stereo && (inRight == nil || outRight == nil) { return }
         chain.process(inLeft: inLeft, inRight: inRight, outLeft: outLeft, outRight: outRight, frames: frames)
-        control.pointee.frames.wrappingAdd(UInt64(frames), ordering: .relaxed)
+        control.pointee.frames.wrappingAdd(UInt64(truncatingIfNeeded: frames), ordering: .relaxed)
         control.pointee.faults.store(chain.internalFaults, ordering: .relaxed)
         publishMeters()
     }
@@ -132,7 +132,7 @@ struct Instance: ~Copyable {
         block.pointee.inputSquares.store(meters.inputSquares.bitPattern, ordering: .relaxed)
         block.pointee.outputPeak.store(meters.outputPeak.bitPattern, ordering: .relaxed)
         block.pointee.outputSquares.store(meters.outputSquares.bitPattern, ordering: .relaxed)
-        block.pointee.meterFrames.store(UInt64(truncatingIfNeeded: meters.frames * chain.channels), ordering: .relaxed)
+        block.pointee.meterFrames.store(UInt64(truncatingIfNeeded: meters.frames &* chain.channels), ordering: .relaxed)
         block.pointee.compressorReduction.store(meters.compressorReductionDB.bitPattern, ordering: .relaxed)
         block.pointee.limiterReduction.store(meters.limiterReductionDB.bitPattern, ordering: .relaxed)
         // The suppressor's estimates mean something only while it runs; NaN reads as "none".

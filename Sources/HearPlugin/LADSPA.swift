@@ -87,10 +87,11 @@ func hearInstantiate(_ descriptor: UnsafePointer<LADSPA_Descriptor>?, _ rate: UI
 @_noLocks func hearConnectPort(_ handle: LADSPA_Handle?, _ port: UInt, _ buffer: UnsafeMutablePointer<LADSPA_Data>?) {
     guard let handle else { return }
     let instance = handle.assumingMemoryBound(to: Instance.self)
-    guard port < UInt(instance.pointee.layout.count) else { return }
-    instance.pointee.ports[Int(port)] = buffer
+    guard port < UInt(truncatingIfNeeded: instance.pointee.layout.count) else { return }
+    let index = Int(truncatingIfNeeded: port)  // below count: no conversion check needed
+    instance.pointee.ports[index] = buffer
     // Hosts may connect the latency port after activate; give it its value at once.
-    if Int(port) == instance.pointee.layout.latency { instance.pointee.writeLatency() }
+    if index == instance.pointee.layout.latency { instance.pointee.writeLatency() }
 }
 
 @_noLocks func hearActivate(_ handle: LADSPA_Handle?) {

@@ -11,15 +11,17 @@ import HearDSP
 struct PortLayout {
     let channels: Int
 
-    var audioInputs: Range<Int> { 0..<channels }
-    var audioOutputs: Range<Int> { channels..<(2 * channels) }
-    var firstControl: Int { 2 * channels }
+    // channels is 1 or 2 (instantiate refuses anything else), so these are small: no checks, and
+    // no trap on the audio thread.
+    var audioInputs: Range<Int> { Range(uncheckedBounds: (0, channels)) }
+    var audioOutputs: Range<Int> { Range(uncheckedBounds: (channels, 2 &* channels)) }
+    var firstControl: Int { 2 &* channels }
     /// Which chain the instance belongs to (HearControl.ChainName): 0 default, 1 mic, 2 speaker, ...
-    var chain: Int { firstControl + Parameter.count }
-    var latency: Int { chain + 1 }
-    var count: Int { latency + 1 }
+    var chain: Int { firstControl &+ Parameter.count }
+    var latency: Int { chain &+ 1 }
+    var count: Int { latency &+ 1 }
 
-    func control(_ parameter: Parameter) -> Int { firstControl + parameter.rawValue }
+    func control(_ parameter: Parameter) -> Int { firstControl &+ parameter.rawValue }
 
     func name(_ port: Int) -> String {
         let sides = channels == 1 ? [""] : [" L", " R"]

@@ -24,10 +24,10 @@ struct CountingLoop: Sequence, IteratorProtocol {
 /// lower, ..., upper - 1; nothing when upper <= lower.
 @inline(__always) func loop(from lower: Int, upTo upper: Int) -> CountingLoop { CountingLoop(current: lower, end: upper) }
 
-/// `Int(x)` (toward zero) for |x| < 2^52; beyond that held at ±2^52, and NaN gives 0. Never traps.
+/// `Int(x)` (toward zero) for |x| < 2^52 (public: the plugin and HearControl's real-time code use it too); beyond that held at ±2^52, and NaN gives 0. Never traps.
 /// (`Int(exactly:)` names FloatingPointRoundingRule, whose metadata the @_noLocks checker cannot
 /// prove static; it is a plain enum, emitted statically, so this vouches for it.)
-@inline(__always) func truncatedInt(_ x: Double) -> Int {
+@_noLocks @inline(__always) public func truncatedInt(_ x: Double) -> Int {
     let held = x.isNaN ? 0 : min(max(x, -0x1p52), 0x1p52)
     return _unsafePerformance { Int(exactly: LibM.trunc(held)) ?? 0 }
 }
