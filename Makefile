@@ -19,9 +19,9 @@ DEB_BUILD := $(DEB_TOOLCHAIN) ladspa-sdk libpipewire-0.3-dev libspa-0.2-dev
 # The tests: ladspa-sdk (analyseplugin, applyplugin), and the real daemons they start (a private
 # PipeWire session with wireplumber and a session bus, a private PulseAudio) and what they play,
 # record and speak with.
-# The package test builds and checks the .deb (dpkg-dev, binutils, lintian); the other-hosts test
-# runs docs/OTHER-HOSTS.md's command lines (ffmpeg, sox, ecasound); `hearctl tune` is driven in a
-# tmux session (send-keys, capture-pane).
+# The package test builds and checks the .deb (dpkg-dev, binutils, lintian; NoTrapTests disassembles
+# the release build with binutils' objdump); the other-hosts test runs docs/OTHER-HOSTS.md's command
+# lines (ffmpeg, sox, ecasound); `hearctl tune` is driven in a tmux session (send-keys, capture-pane).
 DEB_TEST := ladspa-sdk pipewire pipewire-bin wireplumber dbus-daemon pulseaudio pulseaudio-utils sox espeak-ng valgrind python3 \
   dpkg-dev binutils lintian ffmpeg ecasound tmux
 # `make deb`: dpkg-shlibdeps (dpkg-dev) for Depends, strip (binutils).

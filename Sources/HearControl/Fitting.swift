@@ -227,3 +227,14 @@ public enum Fitting {
         return magnitude % 10 == 0 ? "\(sign)\(magnitude / 10)" : "\(sign)\(magnitude / 10).\(magnitude % 10)"
     }
 }
+
+extension Crossover {
+    /// The designed magnitude response (dB) of the six bands summed with these gains (dB). Arrays:
+    /// for fitting and tests, off the audio path.
+    public func responseDB(atFrequency frequency: Double, bandGainsDB: [Double]) -> Double {
+        let bands = bandResponses(atFrequency: frequency)
+        var sum = Complex(0, 0)
+        for band in 0..<Crossover.bandCount { sum = sum + Glibc.pow(10, bandGainsDB[band] / 20) * bands[band] }
+        return 20 * Glibc.log10(max(sum.magnitude, 1e-30))
+    }
+}

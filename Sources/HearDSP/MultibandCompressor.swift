@@ -225,15 +225,16 @@ public struct MultibandCompressor: ~Copyable {
         amount = mix
     }
 
+    /// `band` is 0 ..< 6 (processPiece's loop), so its arrays are read without checks.
     @inline(__always) mutating func processBand(_ band: Int, stereo: Bool, count: Int) {
         let capacity = Self.scratchCapacity
         let bandLeft = bands + 2 &* band &* capacity, bandRight = bandLeft + capacity
         let gainLeft = gains, gainRight = gains + capacity
         let step = self.step
         var position = stepPosition
-        var peak = stepPeak[band]
-        var startLeft = linearGain[band], startRight = linearGain[6 + band]
-        var deltaLeft = linearStep[band], deltaRight = linearStep[6 + band]
+        var peak = stepPeak[unchecked: band]
+        var startLeft = linearGain[unchecked: band], startRight = linearGain[unchecked: 6 &+ band]
+        var deltaLeft = linearStep[unchecked: band], deltaRight = linearStep[unchecked: 6 &+ band]
         var i = 0
         // Step by step: each sample's gain on the ramp, and the step's peak.
         while i < count {
@@ -256,11 +257,11 @@ public struct MultibandCompressor: ~Copyable {
             deltaLeft = (targetLeft - startLeft) * inverseStep
             deltaRight = (targetRight - startRight) * inverseStep
         }
-        stepPeak[band] = peak
-        linearGain[band] = startLeft
-        linearGain[6 + band] = startRight
-        linearStep[band] = deltaLeft
-        linearStep[6 + band] = deltaRight
+        stepPeak[unchecked: band] = peak
+        linearGain[unchecked: band] = startLeft
+        linearGain[unchecked: 6 &+ band] = startRight
+        linearStep[unchecked: band] = deltaLeft
+        linearStep[unchecked: 6 &+ band] = deltaRight
         // The band under its gains, into the sum (vectorizes).
         let wetLeft = wet, wetRight = wet + capacity
         for k in upTo(count) { wetLeft[k] += gainLeft[k] * bandLeft[k] }
@@ -292,34 +293,35 @@ public struct MultibandCompressor: ~Copyable {
     }
 
     /// One step of band `band`'s level detector with this step's peak; its gain per ear, linear.
+    /// `band` is 0 ..< 6 (from processBand), so its arrays are read without checks.
     @inline(__always) mutating func updateLevel(_ band: Int, peak: Float) -> (Float, Float) {
-        var current = max(holdCurrent[band], peak)
-        let held = max(current, holdPrevious[band])
-        holdCount[band] &+= 1
-        if holdCount[band] >= holdLength[band] {
-            holdPrevious[band] = current
+        var current = max(holdCurrent[unchecked: band], peak)
+        let held = max(current, holdPrevious[unchecked: band])
+        holdCount[unchecked: band] &+= 1
+        if holdCount[unchecked: band] >= holdLength[unchecked: band] {
+            holdPrevious[unchecked: band] = current
             current = 0
-            holdCount[band] = 0
+            holdCount[unchecked: band] = 0
         }
-        holdCurrent[band] = current
+        holdCurrent[unchecked: band] = current
         // 20 log10 via log2; the floor keeps silence finite (-200 dBFS).
         let levelDB = 6.020599913279624 * Double(FastMath.log2(max(held, 1e-10)))
-        let overTarget = max(levelDB - kneeDB[band].value, 0)
+        let overTarget = max(levelDB - kneeDB[unchecked: band].value, 0)
         let underTarget = min(max(expansionDB.value - levelDB, 0), Self.expansionDepthDB)
         // Rising level: attack for both (compression sets in, expansion opens); falling: release.
-        let attack = attackCoefficient[band], release = releaseCoefficient[band]
-        let overCoefficient = overTarget > over[band] ? attack : release
-        let overDB = overCoefficient * over[band] + (1 - overCoefficient) * overTarget
-        let underCoefficient = underTarget < under[band] ? attack : release
-        let underDB = underCoefficient * under[band] + (1 - underCoefficient) * underTarget
-        over[band] = overDB
-        under[band] = underDB
-        let leftSlope = slope[band].value
+        let attack = attackCoefficient[unchecked: band], release = releaseCoefficient[unchecked: band]
+        let overCoefficient = overTarget > over[unchecked: band] ? attack : release
+        let overDB = overCoefficient * over[unchecked: band] + (1 - overCoefficient) * overTarget
+        let underCoefficient = underTarget < under[unchecked: band] ? attack : release
+        let underDB = underCoefficient * under[unchecked: band] + (1 - underCoefficient) * underTarget
+        over[unchecked: band] = overDB
+        under[unchecked: band] = underDB
+        let leftSlope = slope[unchecked: band].value
         peakReductionDB = max(peakReductionDB, Float(-leftSlope * overDB))
         // Gains in log2 units (dB / 20 * log2 10) for exp2.
         let toLog2 = 0.16609640474436813
-        let left = (gainDB[band].value + leftSlope * overDB - underDB) * toLog2
-        let right = (gainDB[6 + band].value + slope[6 + band].value * overDB - underDB) * toLog2
+        let left = (gainDB[unchecked: band].value + leftSlope * overDB - underDB) * toLog2
+        let right = (gainDB[unchecked: 6 &+ band].value + slope[unchecked: 6 &+ band].value * overDB - underDB) * toLog2
         return (FastMath.exp2(Float(left)), FastMath.exp2(Float(right)))
     }
 

@@ -1,6 +1,7 @@
 // The audio path's real-time safety is checked by the compiler: the entry points carry
 // @_noLocks, and a release build rejects any lock, allocation or reference count reachable
-// from them. These tests make sure both halves stay true.
+// from them. These tests make sure both halves stay true. That no trap is reachable is read from
+// the release build itself (NoTrapTests).
 
 import Foundation
 import Testing

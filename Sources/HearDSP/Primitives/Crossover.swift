@@ -229,8 +229,8 @@ public struct Crossover: Sendable {
         }
         let c = splits
         var p = splitState, q = secondState, a = compensationState
-        let b0 = bands, b1 = bands + 2 * stride, b2 = bands + 4 * stride
-        let b3 = bands + 6 * stride, b4 = bands + 8 * stride, b5 = bands + 10 * stride
+        let b0 = bands, b1 = bands + 2 &* stride, b2 = bands + 4 &* stride
+        let b3 = bands + 6 &* stride, b4 = bands + 8 &* stride, b5 = bands + 10 &* stride
         // Two passes, so each sample's chain of dependent sections is half as deep and the CPU
         // overlaps more samples: the root split and each branch's compensation, then the branches.
         for i in upTo(count) {
@@ -238,24 +238,24 @@ public struct Crossover: Sendable {
             // Root split at 1414 Hz.
             let (low3, high3) = p[2].split(x, c[2], second: &q[2])
             // Each branch gets the other's splits as all-passes: low 2828 and 5657, high 354 and 707.
-            branches[2 * i] = a[1].allPass(a[0].allPass(low3, c[3]), c[4])
-            branches[2 * i + 1] = a[4].allPass(a[3].allPass(high3, c[0]), c[1])
+            branches[2 &* i] = a[1].allPass(a[0].allPass(low3, c[3]), c[4])
+            branches[2 &* i &+ 1] = a[4].allPass(a[3].allPass(high3, c[0]), c[1])
         }
         for i in upTo(count) {
             // Low branch: split at 354 Hz (band 1 gets the 707 Hz all-pass), the rest at 707 Hz.
-            let (band1, rest1) = p[0].split(branches[2 * i], c[0], second: &q[0])
+            let (band1, rest1) = p[0].split(branches[2 &* i], c[0], second: &q[0])
             let y0 = a[2].allPass(band1, c[1])
             let (y1, y2) = p[1].split(rest1, c[1], second: &q[1])
             // High branch: split at 2828 Hz (band 4 gets the 5657 Hz all-pass), the rest at 5657 Hz.
-            let (band4, rest4) = p[3].split(branches[2 * i + 1], c[3], second: &q[3])
+            let (band4, rest4) = p[3].split(branches[2 &* i &+ 1], c[3], second: &q[3])
             let y3 = a[5].allPass(band4, c[4])
             let (y4, y5) = p[4].split(rest4, c[4], second: &q[4])
-            b0[i] = Float(y0[0]); b0[stride + i] = Float(y0[1])
-            b1[i] = Float(y1[0]); b1[stride + i] = Float(y1[1])
-            b2[i] = Float(y2[0]); b2[stride + i] = Float(y2[1])
-            b3[i] = Float(y3[0]); b3[stride + i] = Float(y3[1])
-            b4[i] = Float(y4[0]); b4[stride + i] = Float(y4[1])
-            b5[i] = Float(y5[0]); b5[stride + i] = Float(y5[1])
+            b0[i] = Float(y0[0]); b0[stride &+ i] = Float(y0[1])
+            b1[i] = Float(y1[0]); b1[stride &+ i] = Float(y1[1])
+            b2[i] = Float(y2[0]); b2[stride &+ i] = Float(y2[1])
+            b3[i] = Float(y3[0]); b3[stride &+ i] = Float(y3[1])
+            b4[i] = Float(y4[0]); b4[stride &+ i] = Float(y4[1])
+            b5[i] = Float(y5[0]); b5[stride &+ i] = Float(y5[1])
         }
         splitState = p
         secondState = q
@@ -269,8 +269,8 @@ public struct Crossover: Sendable {
                                               scratch branches: UnsafeMutablePointer<SIMD2<Double>>) {
         let root = splits[2], c = branchSplits
         var p = splitState, q = secondState, a = compensationState
-        let b0 = bands, b1 = bands + 2 * stride, b2 = bands + 4 * stride
-        let b3 = bands + 6 * stride, b4 = bands + 8 * stride, b5 = bands + 10 * stride
+        let b0 = bands, b1 = bands + 2 &* stride, b2 = bands + 4 &* stride
+        let b3 = bands + 6 &* stride, b4 = bands + 8 &* stride, b5 = bands + 10 &* stride
         for i in upTo(count) {
             let (low3, high3) = p[2].split(SIMD2(Double(samples[i]), 0), root, second: &q[2])
             branches[i] = a[1].allPass(a[0].allPass(SIMD2(low3[0], high3[0]), c[0]), c[1])

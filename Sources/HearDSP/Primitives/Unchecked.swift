@@ -16,6 +16,26 @@ struct CountingLoop: Sequence, IteratorProtocol {
         defer { current &+= 1 }
         return current
     }
+
+    // Sequence's default copies into arrays trap on overflow; a testable build (`swift test`)
+    // keeps them in the object code, so these two are written without any check.
+    func _copyToContiguousArray() -> ContiguousArray<Int> {
+        let count = Swift.min(Swift.max(0, end &- current), 1 << 40)
+        var result = ContiguousArray<Int>(repeating: 0, count: count)
+        result.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var copy = self, written = 0
+            while written < buffer.count, let i = copy.next() { base[written] = i; written &+= 1 }
+        }
+        return result
+    }
+
+    __consuming func _copyContents(initializing buffer: UnsafeMutableBufferPointer<Int>) -> (CountingLoop, Int) {
+        var copy = self, written = 0
+        guard let base = buffer.baseAddress else { return (copy, 0) }
+        while written < buffer.count, let i = copy.next() { (base + written).initialize(to: i); written &+= 1 }
+        return (copy, written)
+    }
 }
 
 /// 0, 1, ..., n - 1; nothing when n <= 0.
