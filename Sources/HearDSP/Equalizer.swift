@@ -213,12 +213,14 @@ public struct Equalizer: Sendable {
             leftState[unchecked: k] = state[unchecked: band]
             rightState[unchecked: k] = state[unchecked: Self.bandCount &+ band]
         }
+        // Plain subscripts here: k < N is evident to the optimizer (no check is emitted), and the
+        // unchecked subscript's address accessor would keep the registers in memory.
         if let right, channels == 2 {
             for i in upTo(count) {
                 var x = Double(left[i]), y = Double(right[i])
                 for k in upTo(N) {
-                    x = leftState[unchecked: k].filter(x, sections[unchecked: k])
-                    y = rightState[unchecked: k].filter(y, sections[unchecked: k])
+                    x = leftState[k].filter(x, sections[k])
+                    y = rightState[k].filter(y, sections[k])
                 }
                 left[i] = Float(x)
                 right[i] = Float(y)
@@ -226,7 +228,7 @@ public struct Equalizer: Sendable {
         } else {
             for i in upTo(count) {
                 var x = Double(left[i])
-                for k in upTo(N) { x = leftState[unchecked: k].filter(x, sections[unchecked: k]) }
+                for k in upTo(N) { x = leftState[k].filter(x, sections[k]) }
                 left[i] = Float(x)
             }
         }
