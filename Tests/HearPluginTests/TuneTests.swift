@@ -18,6 +18,11 @@ final class TmuxSession {
     let name = "tune-\(getpid())-\(UUID().uuidString.prefix(8))"
     let environment: [String: String]
     let base: String
+    /// Held so that the sandbox (and the server's socket in it) outlives the session: kill-server
+    /// finds the server by that socket.
+    let sandbox: Sandbox
+    /// The server's pid, for the last resort when kill-server cannot reach it.
+    private(set) var serverPid: pid_t = 0
 
     init(_ sandbox: Sandbox, width: Int = 80, height: Int = 24) throws {
         var environment = sandbox.environment
@@ -28,6 +33,7 @@ final class TmuxSession {
         environment["TERM"] = "xterm-256color"
         self.environment = environment
         base = sandbox.base
+        self.sandbox = sandbox
         // Short command lines (no wrapping at 80 columns): the shell starts in the sandbox, where
         // check-tty prints "$1-same" when the tty settings equal those saved in stty-before.
         try "stty -g | cmp -s - stty-before && echo \"$1-same\" || echo \"$1-changed\"\n"
@@ -35,10 +41,23 @@ final class TmuxSession {
         let started = try tmux("-f", "/dev/null", "new-session", "-d", "-s", "tune", "-c", sandbox.base,
                                "-x", String(width), "-y", String(height), "/bin/sh")
         guard started.status == 0 else { throw HostError.load("tmux new-session failed (\(started.status)): \(started.stderr)") }
+        serverPid = pid_t(try format("#{pid}")) ?? 0
     }
 
-    /// The server goes with its sessions and everything they run.
-    deinit { _ = try? tmux("kill-server") }
+    /// The server goes with its sessions and everything they run: by its socket, else by its pid.
+    deinit {
+        _ = try? tmux("kill-server")
+        guard serverPid > 0 else { return }
+        let deadline = monotonicNow() + 2
+        while Self.runs(serverPid) && monotonicNow() < deadline { usleep(10_000) }
+        if Self.runs(serverPid) { kill(serverPid, SIGKILL) }
+    }
+
+    /// Whether `pid` runs (not gone, not a zombie waiting for its parent).
+    static func runs(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let end = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: end)...].trimmingCharacters(in: .whitespaces).first != "Z"
+    }
 
     /// One tmux command, to completion (killed after 10 s).
     @discardableResult
@@ -327,12 +346,19 @@ struct TuneTests {
         let speaker = try HostProcess(sandbox, chain: 2, label: "hear_stereo")
         try sandbox.waitForInstance(chain: 1)
         try sandbox.waitForInstance(chain: 2)
-        let tmux = try TmuxSession(sandbox)
-        try tmux.type("\(Built.hearctl) tune")
-        let pane = try tmux.wait(for: "the chain rule", joined: true) { $0.contains("say which one `tune` changes") }
-        #expect(pane.contains("--chain mic or --chain speaker"), "\(pane)")
-        #expect(try tmux.exitStatus() == 2)
-        #expect(try tmux.format("#{alternate_on} #{cursor_flag}") == "0 1")
+        var server: pid_t = 0
+        do {
+            let tmux = try TmuxSession(sandbox)
+            server = tmux.serverPid
+            try tmux.type("\(Built.hearctl) tune")
+            let pane = try tmux.wait(for: "the chain rule", joined: true) { $0.contains("say which one `tune` changes") }
+            #expect(pane.contains("--chain mic or --chain speaker"), "\(pane)")
+            #expect(try tmux.exitStatus() == 2)
+            #expect(try tmux.format("#{alternate_on} #{cursor_flag}") == "0 1")
+        }
+        // The session's tmux server is gone with it (gone, or a zombie its parent has not reaped yet).
+        #expect(server > 0)
+        #expect(!TmuxSession.runs(server), "tmux server \(server) still runs")
         _ = try mic.stop()
         _ = try speaker.stop()
     }
