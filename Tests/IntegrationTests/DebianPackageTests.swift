@@ -148,7 +148,11 @@ import Testing
                 (try? String(contentsOfFile: "/proc/\($0)/comm", encoding: .utf8))?.hasPrefix("pipewire") == true
             }
             try #require(daemons.count == 1)
-            let maps = try String(contentsOfFile: "/proc/\(daemons[0])/maps", encoding: .utf8)
+            // /proc files report size 0: String(contentsOfFile:) can stop after its first read and
+            // miss the later mappings (seen: 23 of several hundred lines), so read to the end.
+            let file = try #require(FileHandle(forReadingAtPath: "/proc/\(daemons[0])/maps"))
+            let maps = String(decoding: try file.readToEnd() ?? Data(), as: UTF8.self)
+            try file.close()
             #expect(maps.contains(plugin), "the daemon did not map \(plugin)")
         }
         try FileManager.default.removeItem(at: home.appendingPathComponent(".config/pipewire/pipewire.conf"))
