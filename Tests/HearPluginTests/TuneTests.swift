@@ -261,10 +261,10 @@ struct TuneTests {
     }
 
     /// Starts tune in the shell with its pid in a file; returns the pid once the screen shows.
-    func startTune(_ tmux: TmuxSession, _ sandbox: Sandbox, _ arguments: String = "--chain mic") throws -> Int32 {
+    func startTune(_ tmux: TmuxSession, _ sandbox: Sandbox, _ arguments: String = "--chain mic", ready: String = "  in ") throws -> Int32 {
         try? FileManager.default.removeItem(atPath: sandbox.base + "/tune.pid")
         try tmux.type("stty -g > stty-before; sh -c 'echo $$ > tune.pid; exec \(Built.hearctl) tune \(arguments)'")
-        try tmux.wait(for: "the tune screen") { $0.contains("arrows: select/change") && $0.contains("  in ") }
+        try tmux.wait(for: "the tune screen") { $0.contains("arrows: select/change") && $0.contains(ready) }
         return Int32(try String(contentsOfFile: sandbox.base + "/tune.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
@@ -331,6 +331,37 @@ struct TuneTests {
             #expect(lines[2].hasPrefix(height < 24 ? "> bypass" : ""), "\(width)x\(height):\n\(pane)")
             #expect(lines[2].isEmpty == (height >= 24), "\(width)x\(height):\n\(pane)")
         }
+        try tmux.press("q")
+        #expect(try restored(tmux, sandbox) == 0)
+        _ = try host.stop()
+    }
+
+    @Test func aSuspendedChainIsTunedThroughItsStateFileAndStartsWithTheChanges() throws {
+        let sandbox = try Sandbox()
+        try sandbox.writeDropIn(chain: 1, controls: ["gain": 2, "comp.ratio": 3, "ns.enable": 0])
+        let tmux = try TmuxSession(sandbox)
+        _ = try startTune(tmux, sandbox, ready: "meters: idle (suspended: no app uses the chain)")
+        let pane = tmux.pane
+        #expect(pane.contains("hearctl tune: chain 1 (mic): suspended (PipeWire starts it when an app uses it)"), "\(pane)")
+        // The values it will start with: the drop-in's.
+        #expect(row(pane, "output gain")?.contains(" 2 dB") == true && row(pane, "comp ratio")?.contains("3:1") == true, "\(pane)")
+        try tmux.press("Down", "Down", "Down", "Right", "Right")
+        try tmux.wait(for: "the change saved") { $0.contains("gain = 3 dB (suspended: saved, applied when the chain starts)") }
+        #expect(try String(contentsOfFile: sandbox.stateFile(chain: 1), encoding: .utf8).contains("gain = 3\n"))
+        #expect(try sandbox.value("gain", chain: 1) == 3)
+        // r: back to the drop-in's value, the saved one forgotten.
+        try tmux.press("r")
+        try tmux.wait(for: "the reset") { $0.contains("gain = 2 dB (suspended") }
+        #expect(try !String(contentsOfFile: sandbox.stateFile(chain: 1), encoding: .utf8).contains("gain"))
+        try tmux.press("Right")
+        try tmux.wait(for: "gain 2.5") { $0.contains("gain = 2.5 dB (suspended") }
+        // An app uses the chain: tune sees it start (meters), and it runs with the change.
+        let host = try HostProcess(sandbox, chain: 1, controls: ["gain": 2, "comp.ratio": 3])
+        try tmux.wait(for: "the chain running") { $0.contains("hearctl tune: chain 1 (mic): running") && $0.contains("  in ") }
+        #expect(try sandbox.value("gain", chain: 1) == 2.5)
+        // r on the running chain: the drop-in's value again, as `hearctl reset` gives.
+        try tmux.press("r")
+        #expect(try settled(sandbox, "gain", 2) == 2)
         try tmux.press("q")
         #expect(try restored(tmux, sandbox) == 0)
         _ = try host.stop()
