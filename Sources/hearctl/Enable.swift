@@ -192,6 +192,7 @@ extension Hearctl {
                                    valueName: "path")) var plugin: String?
         @Flag(help: "Replace an existing drop-in that differs (your edits to it are lost).") var force = false
         @Flag(name: .customLong("no-restart"), help: "Only write the drop-in; PipeWire loads it when it next starts.") var noRestart = false
+        @OptionGroup var output: JSONOption
 
         func run() throws {
             if let system = Installation.systemDropIns(chain).first {
@@ -204,7 +205,7 @@ extension Hearctl {
             let text = Installation.dropIn(template.text, plugin: plugin)
             if let existing = try? String(contentsOfFile: path, encoding: .utf8) {
                 if DeviceDropIn.withoutChoices(existing) == text {
-                    print("\(chain.rawValue) is already enabled: \(path) (nothing changed)")
+                    report(path: path, changed: false, lines: ["\(chain.rawValue) is already enabled: \(path) (nothing changed)"])
                     return
                 }
                 guard force else {
@@ -224,13 +225,20 @@ extension Hearctl {
             } catch let error as CLIError { throw error } catch {
                 throw CLIError("cannot write \(path): \(error.localizedDescription)")
             }
-            print("wrote \(path) (plugin \(plugin))")
+            var lines = ["wrote \(path) (plugin \(plugin))"]
             if noRestart {
-                print("PipeWire was not restarted (--no-restart): it loads the drop-in when it next starts (systemctl --user restart pipewire).")
+                lines.append("PipeWire was not restarted (--no-restart): it loads the drop-in when it next starts (systemctl --user restart pipewire).")
             } else {
-                for line in try UserPipeWire.restart(because: "wrote \(path)") { print(line) }
+                lines += try UserPipeWire.restart(because: "wrote \(path)")
             }
-            print("enabled \(chain.rawValue): \(chain.hint)")
+            lines.append("enabled \(chain.rawValue): \(chain.hint)")
+            report(path: path, changed: true, lines: lines, plugin: plugin)
+        }
+
+        func report(path: String, changed: Bool, lines: [String], plugin: String? = nil) {
+            guard output.json else { return lines.forEach { print($0) } }
+            Output.json(["chain": chain.rawValue, "dropIn": path, "changed": changed, "plugin": plugin as Any,
+                         "messages": lines])
         }
     }
 
@@ -247,6 +255,7 @@ extension Hearctl {
 
         @Argument(help: "The chain to turn off (both when none is named).") var chain: DropInChain?
         @Flag(name: .customLong("no-restart"), help: "Only remove the drop-ins; PipeWire drops the chains when it next starts.") var noRestart = false
+        @OptionGroup var output: JSONOption
 
         func run() throws {
             let chains = chain.map { [$0] } ?? DropInChain.allCases
@@ -258,25 +267,29 @@ extension Hearctl {
                     throw CLIError("\(chain.rawValue) is enabled for every user by \(system), not by you: remove that file as root (make uninstall PREFIX=...). Nothing was changed")
                 }
             }
+            var lines: [String] = []
             for chain in present {
                 let path = directory + "/" + chain.fileName
                 guard unlink(path) == 0 || errno == ENOENT else {
                     throw CLIError("cannot remove \(path): \(String(cString: strerror(errno)))")
                 }
-                print("removed \(path)")
+                lines.append("removed \(path)")
             }
             for chain in absent {
                 let system = Installation.systemDropIns(chain).first.map { "; enabled for every user by \($0)" } ?? ""
-                print("\(chain.rawValue) was not enabled (no \(directory)/\(chain.fileName))\(system)")
+                lines.append("\(chain.rawValue) was not enabled (no \(directory)/\(chain.fileName))\(system)")
             }
             if !present.isEmpty {
                 if noRestart {
-                    print("PipeWire was not restarted (--no-restart): the chains go when it next starts (systemctl --user restart pipewire).")
+                    lines.append("PipeWire was not restarted (--no-restart): the chains go when it next starts (systemctl --user restart pipewire).")
                 } else {
-                    for line in try UserPipeWire.restart(because: "removed the drop-ins") { print(line) }
+                    lines += try UserPipeWire.restart(because: "removed the drop-ins")
                 }
             }
-            for line in KeptFiles.lines() { print(line) }
+            let kept = KeptFiles.lines()
+            guard output.json else { return (lines + kept).forEach { print($0) } }
+            Output.json(["removed": present.map { directory + "/" + $0.fileName }, "notEnabled": absent.map(\.rawValue),
+                         "messages": lines, "kept": kept])
         }
     }
 }

@@ -45,11 +45,18 @@ import Testing
             #expect(result.status == (arguments.count == 4 ? 1 : 2), "\(arguments): \(result.status) \(result.output)")
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: dropIns.path) == ["hear-microphone.conf"])
-        try processes.run(Self.hearctl, ["enable", "mic", "--force", "--no-restart"])
+        let forced = try processes.run(Self.hearctl, ["enable", "mic", "--force", "--no-restart", "--json"]).output
         #expect(try String(contentsOf: microphone, encoding: .utf8) == written)
+        let enabled = try JSONSerialization.jsonObject(with: Data(forced.utf8)) as? [String: Any]
+        #expect(enabled?["chain"] as? String == "mic" && enabled?["dropIn"] as? String == microphone.path
+                    && enabled?["changed"] as? Bool == true && enabled?["plugin"] as? String == plugin, "\(forced)")
+        let again = try processes.run(Self.hearctl, ["enable", "mic", "--json"]).output
+        #expect((try JSONSerialization.jsonObject(with: Data(again.utf8)) as? [String: Any])?["changed"] as? Bool == false, "\(again)")
 
         // disable speaker: not enabled, nothing removed; disable: the microphone's goes.
-        #expect(try processes.run(Self.hearctl, ["disable", "speaker"]).output.contains("speaker was not enabled"))
+        let notEnabled = try processes.run(Self.hearctl, ["disable", "speaker", "--json"]).output
+        let report = try JSONSerialization.jsonObject(with: Data(notEnabled.utf8)) as? [String: Any]
+        #expect(report?["notEnabled"] as? [String] == ["speaker"] && (report?["removed"] as? [String])?.isEmpty == true, "\(notEnabled)")
         #expect(FileManager.default.fileExists(atPath: microphone.path))
         let disable = try processes.run(Self.hearctl, ["disable"]).output
         #expect(disable.contains("removed \(microphone.path)"), "\(disable)")
