@@ -8,6 +8,7 @@
 
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A tmux server of our own with one session ("tune") running /bin/sh in the sandbox's environment.
@@ -65,44 +66,18 @@ final class TmuxSession {
         try Self.spawn(Self.executable ?? "/usr/bin/tmux", ["-L", name] + arguments, environment: environment, scratch: base)
     }
 
-    /// posix_spawn rather than Foundation's Process: the child gets only stdin, stdout and stderr
-    /// (Process hands it a descriptor it watches for the child's end, which the tmux server would
-    /// keep open for ever), an empty signal mask and default handlers (the test runner's threads
-    /// block signals, and the pane's programs would inherit that).
+    /// Through `Spawn` (TestSupport): the tmux server must hold none of the test's descriptors and
+    /// must not inherit its blocked signals.
     static func spawn(_ path: String, _ arguments: [String], environment: [String: String], scratch: String,
                       timeout: Double = 10) throws -> CommandResult {
         let outPath = scratch + "/tmux.out", errPath = scratch + "/tmux.err"
         let out = open(outPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600), err = open(errPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         defer { close(out); close(err) }
         guard out >= 0 && err >= 0 else { throw HostError.load("cannot open \(outPath)") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, out, 1)
-        posix_spawn_file_actions_adddup2(&actions, err, 2)
-        // glibc 2.34's closefrom action (not in Swift's Glibc module: _GNU_SOURCE only).
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
-            throw HostError.load("this glibc has no posix_spawn_file_actions_addclosefrom_np (2.34 or later needed)")
-        }
-        _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t(), defaults = sigset_t()
-        sigemptyset(&empty)
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGWINCH] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
-        guard result == 0 else { throw HostError.load("posix_spawn \(path): \(String(cString: strerror(result)))") }
+        let pid: pid_t
+        do {
+            pid = try Spawn.start(path, arguments, environment: environment, stdout: out, stderr: err, closeOthers: true)
+        } catch { throw HostError.load("\(error)") }
         let deadline = monotonicNow() + timeout
         var raw: Int32 = 0
         while waitpid(pid, &raw, WNOHANG) == 0 {
