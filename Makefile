@@ -166,7 +166,7 @@ DEB_TRAIN = python3-torch python3-numpy python3-scipy python3-matplotlib python3
 TRAIN := .build/train
 TRAIN_PY := $(TRAIN)/venv/bin/python
 TRAIN_CLIPS ?= 3000
-TRAIN_EPOCHS ?= 20
+TRAIN_EPOCHS ?= 12
 # The mixtures are made again when the scripts that make them or the clip count change.
 TRAIN_DATA = $(shell cat Tests/Training/data.py Tests/Training/speech.py | sha256sum | cut -c1-12)-$(TRAIN_CLIPS)
 

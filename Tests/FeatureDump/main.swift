@@ -9,7 +9,8 @@
 //   the noisy stream's features (NoiseSuppressor.featureCount), then the band powers
 //   (SpeechBandLayout.count each) of the noisy stream, of the clean speech and of the noise.
 // The three share framing and band layout, so the rows line up; train.py derives the targets
-// (band gains, speech activity) from the band powers. Clips whose .feat is newer are skipped.
+// (band gains, speech activity) from the band powers. Clips whose .feat is newer than the clip
+// and than this program are skipped.
 
 import Foundation
 import HearDSP
@@ -69,13 +70,19 @@ if directories.isEmpty || directories.contains(where: { $0.hasPrefix("-") }) {
     FileHandle.standardError.write("usage: hear-features DIR...  (NAME-clean.f32 + NAME-noise.f32 in, NAME.feat out; \(rowLength) floats a row)\n".data(using: .utf8)!)
     exit(2)
 }
+// A .feat is up to date when it is newer than its clip and than this program: a rebuilt suppressor
+// (another model stride, other features) computes every clip again.
+let program = modified("/proc/self/exe") ?? .distantFuture
 var written = 0, skipped = 0
 for directory in directories {
     let names = try FileManager.default.contentsOfDirectory(atPath: directory)
         .filter { $0.hasSuffix("-clean.f32") }.map { String($0.dropLast("-clean.f32".count)) }.sorted()
     for name in names {
         let base = directory + "/" + name
-        if let out = modified(base + ".feat"), let input = modified(base + "-clean.f32"), out > input { skipped += 1; continue }
+        if let out = modified(base + ".feat"), let input = modified(base + "-clean.f32"), out > input, out > program {
+            skipped += 1
+            continue
+        }
         let clean = try readFloats(base + "-clean.f32"), noise = try readFloats(base + "-noise.f32")
         guard clean.count == noise.count else {
             FileHandle.standardError.write("\(base): clean and noise differ in length\n".data(using: .utf8)!)

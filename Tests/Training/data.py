@@ -32,8 +32,8 @@ A clip, by construction:
   - Noise, generated here (own generators and parameter ranges, not Tests/Evaluation/corpus.py):
       stationary: white, pink, brown (random spectral slope), fan (broadband + blade tones),
         hum (50/60 Hz and harmonics, sometimes buzzy), hvac (rumble + air);
-      non-stationary: keyboard (key down/up clicks, space bar, typing rhythm), mouse (clicks,
-        double clicks, wheel), dishes (clinks, clatter, scrapes), door (latch, slam, room tail),
+      non-stationary: keyboard (key down/up clicks that ring or clatter, space bar, typing
+        rhythm), mouse (clicks, double clicks, wheel), dishes (clinks, clatter, scrapes), door (latch, slam, room tail),
         traffic (passing vehicles, engine tone glides), footsteps, sfx (recorded mechanical sounds
         from hedgewars-data: hammer, drill, steps, splash, shutter, ...; no voices);
       babble (3-8 train speakers) and cafe (reverberant babble + clatter + room noise);
@@ -296,11 +296,35 @@ def click_bank(rng, count, length_s, freq_range, tau_range, excite_tau, thump=No
     return bank
 
 
+def burst_bank(rng, count, length_s, tau_range, ring=0.0):
+    """`count` clicks of a keyboard whose keys clatter rather than ring (laptop, membrane): decaying
+    noise through one band-pass per device, with a weak ring of `ring` relative strength."""
+    length = int(length_s * RATE)
+    low, high = rng.uniform(250, 1500), rng.uniform(4000, 15000)
+    body_f = rng.uniform(1500, 8000, size=3)
+    bank = []
+    for _ in range(count):
+        c = band(decaying(rng, length, rng.uniform(*tau_range)), low * rng.uniform(0.9, 1.1), high,
+                 order=rng.integers(1, 3))
+        c /= max(np.max(np.abs(c)), 1e-9)
+        if ring:
+            r = modes(rng, length, body_f, rng.uniform(0.001, 0.006, 3), rng.uniform(0.3, 1, 3))
+            c += ring * r / max(np.max(np.abs(r)), 1e-9)
+        bank.append(c / np.max(np.abs(c)))
+    return bank
+
+
 def gen_keyboard(rng, n):
     x = np.zeros(n)
-    down = click_bank(rng, 8, 0.03, (1200, 9000), (0.002, 0.012), (0.0005, 0.003), thump=(120, 450))
-    up = click_bank(rng, 6, 0.025, (1500, 10000), (0.001, 0.008), (0.0003, 0.0015))
-    space = click_bank(rng, 3, 0.045, (500, 4000), (0.004, 0.02), (0.001, 0.004), thump=(80, 250))
+    if rng.random() < 0.5:  # keys that ring (mechanical)
+        down = click_bank(rng, 8, 0.03, (1200, 9000), (0.002, 0.012), (0.0005, 0.003), thump=(120, 450))
+        up = click_bank(rng, 6, 0.025, (1500, 10000), (0.001, 0.008), (0.0003, 0.0015))
+        space = click_bank(rng, 3, 0.045, (500, 4000), (0.004, 0.02), (0.001, 0.004), thump=(80, 250))
+    else:  # keys that clatter (laptop, membrane)
+        ring = rng.uniform(0, 0.5)
+        down = burst_bank(rng, 8, 0.035, (0.0015, 0.008), ring)
+        up = burst_bank(rng, 6, 0.025, (0.001, 0.004), ring)
+        space = burst_bank(rng, 3, 0.05, (0.003, 0.012), ring)
     interval = rng.uniform(0.09, 0.25)  # typing speed: seconds between keys within a word
     release = rng.uniform(0.04, 0.12)
     loudness = rng.uniform(0.4, 1.0)

@@ -37,7 +37,7 @@ ROW = FEATURES + 3 * BANDS
 # Changes with what a checkpoint is trained for (row layout, targets, loss): a run resumes only
 # from a checkpoint of the same version and data (see `fingerprint`).
 LOSS_VERSION = 1
-DENSE, HIDDEN, OUTPUTS, STRIDE = 96, 96, BANDS + 1, 2
+DENSE, HIDDEN, OUTPUTS, STRIDE = 96, 96, BANDS + 1, 1
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BLOB = os.path.join(ROOT, "Sources/CHearModel/hear-model.bin")
 REFERENCE = os.path.join(ROOT, "Tests/Training/reference-vectors.bin")
@@ -81,8 +81,8 @@ def build_model(torch):
 
 
 def fingerprint(data):
-    """What a checkpoint belongs to: the loss version and the data sets' manifests."""
-    h = hashlib.sha256(f"loss {LOSS_VERSION} row {ROW}".encode())
+    """What a checkpoint belongs to: the loss version, the model stride and the data sets' manifests."""
+    h = hashlib.sha256(f"loss {LOSS_VERSION} row {ROW} stride {STRIDE}".encode())
     for split in ("train", "valid"):
         with open(os.path.join(data, split, "manifest.json"), "rb") as f:
             h.update(f.read())

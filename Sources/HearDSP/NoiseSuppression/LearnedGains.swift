@@ -2,7 +2,7 @@
 // state is the model's input, and the applied mask is the geometric mean of the model's band gains
 // (spread to the bins) and the estimator's per-bin gains (see `blendLearnedGains`).
 //
-// Features, once per model step (every `modelStride` statistics updates, 10.7 ms), per band b of
+// Features, once per model step (every `modelStride` statistics updates, 5.3 ms), per band b of
 // SpeechBands (32), each scaled to about -2.5...2.5:
 //   [b]       level: band power as dB, (dB + 50) / 20; the power is the band's mean bin power read as
 //             a level at 48 kHz (a band-limited signal gives the same level at every rate), floored
@@ -18,9 +18,9 @@
 
 extension NoiseSuppressor {
     public static let featureCount = 4 * SpeechBandLayout.count + 2
-    /// Statistics updates per model step: 10.7 ms at every rate, like RNNoise's 10 ms frames; every
-    /// update (5.3 ms) would double the model's cost for no gain the evaluation could measure.
-    public static let modelStride = 2
+    /// Statistics updates per model step: every update, 5.3 ms at every rate. At every other update
+    /// a key click could pass for up to three hops on the gain of the step before it.
+    public static let modelStride = 1
     static let levelFloorDB: Float = -100
 
     /// Band powers from the last model step, as levels at 48 kHz (linear; see the header).
@@ -67,13 +67,13 @@ extension NoiseSuppressor {
         f[4 * count + 1] = activity.periodicity
     }
 
-    /// One model step: the band gains, held from falling faster than 0.6 a step (a decaying tail
-    /// instead of a cut; RNNoise does the same), spread to the bins.
+    /// One model step: the band gains, held from falling faster than 0.6 per 10.7 ms (a decaying
+    /// tail instead of a cut, as RNNoise does per 10 ms frame), spread to the bins.
     @inline(__always) mutating func stepModel() {
         model.step()
         let count = SpeechBandLayout.count
         let result = model.result
-        for b in upTo(count) { bandGain[b] = max(result[b], 0.6 * bandGain[b]) }
+        for b in upTo(count) { bandGain[b] = max(result[b], 0.7746 * bandGain[b]) }  // 0.6 = 0.7746²
         bands.interpolate(bandGain, into: learnedBinGain)
         modelSpeech = count < model.outputs ? result[count] : 0
     }
