@@ -5,9 +5,11 @@ that rate. Each call starts from a fresh state (one clip, one stream). `seconds`
 time spent inside the suppressor itself, for the CPU column.
 """
 
+import atexit
 import ctypes
 import ctypes.util
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -26,6 +28,7 @@ class Hear:
         self.seconds = 0.0
         self.samples = 0
         self.tmp = tempfile.mkdtemp(prefix="hear-eval-")
+        atexit.register(shutil.rmtree, self.tmp, ignore_errors=True)
 
     def process(self, x):
         src, dst = os.path.join(self.tmp, "in.f32"), os.path.join(self.tmp, "out.f32")
