@@ -72,7 +72,8 @@ if directories.isEmpty || directories.contains(where: { $0.hasPrefix("-") }) {
 }
 // A .feat is up to date when it is newer than its clip and than this program: a rebuilt suppressor
 // (another model stride, other features) computes every clip again.
-let program = modified("/proc/self/exe") ?? .distantFuture
+// (/proc/self/exe is a link whose own time is the process's start: the time of what it names.)
+let program = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")).flatMap(modified) ?? .distantFuture
 var written = 0, skipped = 0
 for directory in directories {
     let names = try FileManager.default.contentsOfDirectory(atPath: directory)

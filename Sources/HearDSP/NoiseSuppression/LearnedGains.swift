@@ -73,7 +73,8 @@ extension NoiseSuppressor {
         model.step()
         let count = SpeechBandLayout.count
         let result = model.result
-        for b in upTo(count) { bandGain[b] = max(result[b], 0.7746 * bandGain[b]) }  // 0.6 = 0.7746²
+        let hold = modelHold
+        for b in upTo(count) { bandGain[b] = max(result[b], hold * bandGain[b]) }
         bands.interpolate(bandGain, into: learnedBinGain)
         modelSpeech = count < model.outputs ? result[count] : 0
     }

@@ -168,6 +168,8 @@ public struct NoiseSuppressor: ~Copyable {
     let mixRate: Float
     let meterRate: Float
     let learnedRate: Float
+    /// How far a model band gain may fall in one model step (LearnedGains.stepModel).
+    let modelHold: Float
     let warmupFrames: Int
 
     // Settings.
@@ -293,6 +295,7 @@ public struct NoiseSuppressor: ~Copyable {
         mixRate = Float(1 - LibM.exp(-frameSeconds / 0.010))
         meterRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
         learnedRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
+        modelHold = Float(LibM.pow(0.6, Double(Self.modelStride) * frameSeconds / 0.0107))  // 0.6 per 10.7 ms
         warmupFrames = max(1, truncatedInt(0.03 / frameSeconds))
         // Minima over 8 sub-windows spanning about 1.5 s: longer than a word, shorter than a noise change may take.
         minimumWindowFrames = max(1, truncatedInt(1.5 / 8 / frameSeconds))
