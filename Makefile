@@ -167,15 +167,25 @@ TRAIN := .build/train
 TRAIN_PY := $(TRAIN)/venv/bin/python
 TRAIN_CLIPS ?= 3000
 TRAIN_EPOCHS ?= 12
-# The mixtures are made again when the scripts that make them or the clip count change.
+# The mixtures are made again when the scripts that make them or the clip count change:
+# $(call train-set,DIRECTORY,SPLIT,CLIPS,SEED,RATE). 48 kHz, and a sixth as many at 16 and at 8 kHz
+# (the suppressor's framing and bands differ below 32 kHz; the model has to know those streams too).
 TRAIN_DATA = $(shell cat Tests/Training/data.py Tests/Training/speech.py | sha256sum | cut -c1-12)-$(TRAIN_CLIPS)
+TRAIN_SETS := valid valid-16k valid-8k train train-16k train-8k
+train-set = @[ -f $(TRAIN)/data/$(1)/.done-$(TRAIN_DATA) ] || { rm -rf $(TRAIN)/data/$(1) && \
+  $(TRAIN_PY) Tests/Training/data.py --split $(2) --out $(TRAIN)/data/$(1) --clips $(3) --seed $(4) --rate $(5) && \
+  touch $(TRAIN)/data/$(1)/.done-$(TRAIN_DATA); }
 
 .PHONY: train train-deps
 train: train-deps
 	$(SWIFT) build -c release --product hear-features
-	@[ -f $(TRAIN)/data/valid/.done-$(TRAIN_DATA) ] || { rm -rf $(TRAIN)/data/valid && $(TRAIN_PY) Tests/Training/data.py --split valid --out $(TRAIN)/data/valid --clips 200 --seed 2 && touch $(TRAIN)/data/valid/.done-$(TRAIN_DATA); }
-	@[ -f $(TRAIN)/data/train/.done-$(TRAIN_DATA) ] || { rm -rf $(TRAIN)/data/train && $(TRAIN_PY) Tests/Training/data.py --split train --out $(TRAIN)/data/train --clips $(TRAIN_CLIPS) --seed 1 && touch $(TRAIN)/data/train/.done-$(TRAIN_DATA); }
-	$(BUILD)/hear-features $(TRAIN)/data/valid $(TRAIN)/data/train
+	$(call train-set,valid,valid,200,2,48000)
+	$(call train-set,valid-16k,valid,50,5,16000)
+	$(call train-set,valid-8k,valid,50,6,8000)
+	$(call train-set,train,train,$(TRAIN_CLIPS),1,48000)
+	$(call train-set,train-16k,train,$(shell expr $(TRAIN_CLIPS) / 6),3,16000)
+	$(call train-set,train-8k,train,$(shell expr $(TRAIN_CLIPS) / 6),4,8000)
+	$(BUILD)/hear-features $(addprefix $(TRAIN)/data/,$(TRAIN_SETS))
 	$(TRAIN_PY) Tests/Training/train.py --data $(TRAIN)/data --work $(TRAIN) --epochs $(TRAIN_EPOCHS)
 	@echo "weights: Sources/CHearModel/hear-model.bin; loss curve: $(TRAIN)/loss.png; now make test"
 

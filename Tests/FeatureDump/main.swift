@@ -2,10 +2,11 @@
 //
 //   hear-features DIR...
 //
-// For every clip DIR/NAME-clean.f32 + DIR/NAME-noise.f32 (raw little-endian float32, mono, 48 kHz,
-// equal length; Tests/Training/data.py writes them) it runs three noise suppressors at their
-// defaults, on clean + noise, on the clean speech alone and on the noise alone, and at every model
-// step writes one row of float32 to DIR/NAME.feat:
+// For every clip DIR/NAME-clean.f32 + DIR/NAME-noise.f32 (raw little-endian float32, mono, equal
+// length, at the rate DIR/manifest.json names, 48 kHz without one; Tests/Training/data.py writes
+// them) it runs three noise suppressors at that rate and their defaults, on clean + noise, on the
+// clean speech alone and on the noise alone, and at every model step writes one row of float32 to
+// DIR/NAME.feat:
 //   the noisy stream's features (NoiseSuppressor.featureCount), then the band powers
 //   (SpeechBandLayout.count each) of the noisy stream, of the clean speech and of the noise.
 // The three share framing and band layout, so the rows line up; train.py derives the targets
@@ -15,7 +16,6 @@
 import Foundation
 import HearDSP
 
-let rate = 48000.0
 let bands = SpeechBandLayout.count
 let rowLength = NoiseSuppressor.featureCount + 3 * bands
 
@@ -28,7 +28,18 @@ func modified(_ path: String) -> Date? {
     (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
 }
 
-func dump(clean: [Float], noise: [Float]) -> [Float] {
+/// The clips' sample rate: manifest.json's "rate" (48 kHz without a manifest).
+func sampleRate(of directory: String) -> Double {
+    guard let data = FileManager.default.contents(atPath: directory + "/manifest.json") else { return 48000 }
+    guard let manifest = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+          let rate = (manifest["rate"] as? NSNumber)?.doubleValue, rate >= 8000, rate <= 192000 else {
+        FileHandle.standardError.write("\(directory)/manifest.json: no \"rate\" from 8000 to 192000\n".data(using: .utf8)!)
+        exit(1)
+    }
+    return rate
+}
+
+func dump(clean: [Float], noise: [Float], rate: Double) -> [Float] {
     var values = ParameterValues()
     values[.nsMode] = 0
     var noisy = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
@@ -76,6 +87,7 @@ if directories.isEmpty || directories.contains(where: { $0.hasPrefix("-") }) {
 let program = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")).flatMap(modified) ?? .distantFuture
 var written = 0, skipped = 0
 for directory in directories {
+    let rate = sampleRate(of: directory)
     let names = try FileManager.default.contentsOfDirectory(atPath: directory)
         .filter { $0.hasSuffix("-clean.f32") }.map { String($0.dropLast("-clean.f32".count)) }.sorted()
     for name in names {
@@ -89,7 +101,7 @@ for directory in directories {
             FileHandle.standardError.write("\(base): clean and noise differ in length\n".data(using: .utf8)!)
             exit(1)
         }
-        let rows = dump(clean: clean, noise: noise)
+        let rows = dump(clean: clean, noise: noise, rate: rate)
         let data = rows.withUnsafeBufferPointer { Data(buffer: $0) }
         try data.write(to: URL(fileURLWithPath: base + ".feat.tmp"))
         _ = rename(base + ".feat.tmp", base + ".feat")

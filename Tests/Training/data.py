@@ -2,10 +2,12 @@
 
     python3 data.py --split train --out DIR --clips 2000 --seconds 8 --seed 1
 
-writes DIR/NNNNNN-clean.f32 and DIR/NNNNNN-noise.f32 (raw little-endian float32, mono, 48 kHz,
-equal length; the model's input is their sum, its target the clean file) and DIR/manifest.json
-(per clip: speakers, noise kinds, SNR, levels, augmentations). Debian python3 + numpy + scipy
-only; every clip is a function of (--seed, its index), so the output does not depend on the number
+writes DIR/NNNNNN-clean.f32 and DIR/NNNNNN-noise.f32 (raw little-endian float32, mono, 48 kHz
+or --rate, equal length; the model's input is their sum, its target the clean file) and
+DIR/manifest.json (its "rate"; per clip: speakers, noise kinds, SNR, levels, augmentations). A
+clip at another rate is made at 48 kHz and resampled: the suppressor's framing differs by rate (a
+longer window against the hop below 32 kHz, no bands above the Nyquist frequency), so the model
+sees 8 and 16 kHz streams as well. Debian python3 + numpy + scipy only; every clip is a function of (--seed, its index), so the output does not depend on the number
 of workers (at most 2) or on which clips were generated before.
 
 Speech comes from speech.py, by split: train clips speak with train speakers, valid clips with
@@ -559,7 +561,7 @@ def speech_track(rng, prompts, n, start, speed):
 # --- one clip ---
 
 def make_clip(task):
-    seed, index, n, out_dir = task
+    seed, index, n, out_dir, rate = task
     rng = np.random.default_rng([seed, index, 0x5eec])
     info = {"clip": f"{index:06d}"}
     r = rng.random()
@@ -667,6 +669,10 @@ def make_clip(task):
     info["snr_db"] = None if snr is None else round(snr, 2)
     info["augment"] = augment
 
+    if rate != RATE:  # a stream at another rate: made at 48 kHz, resampled as a sound card would
+        ratio = Fraction(rate, RATE).limit_denominator(1000)
+        clean = signal.resample_poly(clean, ratio.numerator, ratio.denominator)
+        noise = signal.resample_poly(noise, ratio.numerator, ratio.denominator)
     clean.astype("<f4").tofile(os.path.join(out_dir, f"{index:06d}-clean.f32"))
     noise.astype("<f4").tofile(os.path.join(out_dir, f"{index:06d}-noise.f32"))
     return info
@@ -681,6 +687,7 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--first", type=int, default=0, help="index of the first clip (to extend a set)")
     parser.add_argument("--workers", type=int, default=2, help="processes (at most 2)")
+    parser.add_argument("--rate", type=int, default=RATE, help="sample rate of the files written (Hz)")
     args = parser.parse_args()
 
     started = time.time()
@@ -689,7 +696,7 @@ def main():
     print(f"{args.split}: {len(STATE['targets'])} speakers, {len(STATE['babblers'])} babblers, "
           f"{len(STATE['sfx'])} sound effects ({time.time() - started:.0f} s to load)", file=sys.stderr)
     n = int(round(args.seconds * RATE))
-    tasks = [(args.seed, i, n, args.out) for i in range(args.first, args.first + args.clips)]
+    tasks = [(args.seed, i, n, args.out, args.rate) for i in range(args.first, args.first + args.clips)]
     workers = max(1, min(2, args.workers))
     entries = []
     t0 = time.time()
@@ -713,13 +720,14 @@ def main():
                     progress(k + 1)
     entries.sort(key=lambda e: e["clip"])
     manifest_path = os.path.join(args.out, "manifest.json")
-    manifest = {"split": args.split, "seed": args.seed, "rate": RATE, "seconds": args.seconds,
+    manifest = {"split": args.split, "seed": args.seed, "rate": args.rate, "seconds": args.seconds,
                 "format": "raw little-endian float32, mono; input = clean + noise, target = clean",
                 "clips": entries}
     if args.first and os.path.exists(manifest_path):
         with open(manifest_path) as f:
             old = json.load(f)
-        if (old.get("seed"), old.get("split"), old.get("seconds")) == (args.seed, args.split, args.seconds):
+        if (old.get("seed"), old.get("split"), old.get("seconds"), old.get("rate", RATE)) == \
+                (args.seed, args.split, args.seconds, args.rate):
             keep = {e["clip"]: e for e in old["clips"]}
             keep.update({e["clip"]: e for e in entries})
             manifest["clips"] = [keep[k] for k in sorted(keep)]

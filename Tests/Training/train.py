@@ -1,7 +1,9 @@
 """Trains the learned noise suppressor's gain model and exports its weights (`make train`).
 
 Input: the rows hear-features wrote (Tests/FeatureDump: the suppressor's own features, then the
-band powers of the noisy stream, the clean speech and the noise, one row per model step).
+band powers of the noisy stream, the clean speech and the noise, one row per model step), from
+every set of a split: DATA/train and DATA/valid at 48 kHz, DATA/train-16k, DATA/train-8k (and the
+same for valid) at the rates their names give.
 Targets, per band: the ideal ratio mask sqrt(S / (S + N)) from the clean and noise band powers
 (ignored where the noisy band is empty: a band above a band-limited stream's top); per step:
 speech activity (the clean speech's mean band level above -75 dB).
@@ -41,6 +43,11 @@ DENSE, HIDDEN, OUTPUTS, STRIDE = 96, 96, BANDS + 1, 1
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BLOB = os.path.join(ROOT, "Sources/CHearModel/hear-model.bin")
 REFERENCE = os.path.join(ROOT, "Tests/Training/reference-vectors.bin")
+
+
+def sets(data, split):
+    """The directories of one split: SPLIT (48 kHz) and SPLIT-16k, SPLIT-8k (Makefile's TRAIN_SETS)."""
+    return sorted(d for d in glob.glob(os.path.join(data, split + "*")) if os.path.isdir(d))
 
 
 def load(directory, limit=None):
@@ -83,8 +90,8 @@ def build_model(torch):
 def fingerprint(data):
     """What a checkpoint belongs to: the loss version, the model stride and the data sets' manifests."""
     h = hashlib.sha256(f"loss {LOSS_VERSION} row {ROW} stride {STRIDE}".encode())
-    for split in ("train", "valid"):
-        with open(os.path.join(data, split, "manifest.json"), "rb") as f:
+    for directory in sets(data, "train") + sets(data, "valid"):
+        with open(os.path.join(directory, "manifest.json"), "rb") as f:
             h.update(f.read())
     return h.hexdigest()[:16]
 
@@ -237,13 +244,13 @@ def main():
 
     latest = os.path.join(args.work, "latest.pt")
     best = os.path.join(args.work, "best.pt")
-    valid = load(os.path.join(args.data, "valid"))
+    valid = [clip for d in sets(args.data, "valid") for clip in load(d)]
     if args.export_only:
         model.load_state_dict(torch.load(best)["model"])
         export(model, valid[0][0][:400])
         return
 
-    train = load(os.path.join(args.data, "train"))
+    train = [clip for d in sets(args.data, "train") for clip in load(d)]
     print(f"{len(train)} training clips ({sum(len(c[0]) for c in train)} steps), {len(valid)} validation clips",
           file=sys.stderr)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
