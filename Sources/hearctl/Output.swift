@@ -118,7 +118,7 @@ enum Output {
     static func statusTable(_ statuses: [(pid: Int32, status: InstanceStatus)], idle: [(chain: Int, state: String, label: String)] = []) -> String {
         var rows = [["CHAIN", "STATE", "LABEL", "RATE", "LATENCY", "UPTIME", "BYPASS"]]
         var entries: [(chain: Int, row: [String])] = []
-        for (pid, status) in statuses {
+        for (_, status) in statuses {
             entries.append((status.chain, [
                 Chains.describe(status.chain), status.running ? "running" : "idle", status.label, "\(status.sampleRate) Hz",
                 String(format: "%.1f ms", Double(status.latency) * 1000 / Double(max(status.sampleRate, 1))),

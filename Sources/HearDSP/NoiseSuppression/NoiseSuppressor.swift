@@ -128,8 +128,8 @@ public struct NoiseSuppressor: ~Copyable {
     let group = 2
     var groupPosition = 0
     /// The learned mode (LearnedGains.swift): bands, the model, and per band: mean noise and clean
-    /// estimates, power (then level), the last level feature and the model's gains; per bin: the
-    /// learned gains and scratch.
+    /// estimates, power (then level), the last level feature, the model's gains and the estimator's
+    /// mean log2 gain; per bin: the learned gains and scratch.
     let bands: SpeechBands
     var model: GainModel
     let bandNoise: UnsafeMutablePointer<Float>
@@ -137,6 +137,7 @@ public struct NoiseSuppressor: ~Copyable {
     let bandEnergy: UnsafeMutablePointer<Float>
     let previousLevel: UnsafeMutablePointer<Float>
     let bandGain: UnsafeMutablePointer<Float>
+    let bandEstimateGain: UnsafeMutablePointer<Float>
     let learnedBinGain: UnsafeMutablePointer<Float>
     let binScratch: UnsafeMutablePointer<Float>
     /// Band power to the level at 48 kHz (see LearnedGains.swift).
@@ -313,6 +314,7 @@ public struct NoiseSuppressor: ~Copyable {
         bandEnergy = buffer(SpeechBandLayout.count)
         previousLevel = buffer(SpeechBandLayout.count, (Self.levelFloorDB + 50) * 0.05)
         bandGain = buffer(SpeechBandLayout.count, 1)
+        bandEstimateGain = buffer(SpeechBandLayout.count)
         learnedBinGain = buffer(bins, 1)
         binScratch = buffer(bins)
         levelScale = powerNormalization * Float(n) * Float(48000 / sampleRate)
@@ -357,6 +359,7 @@ public struct NoiseSuppressor: ~Copyable {
         bandEnergy.deallocate()
         previousLevel.deallocate()
         bandGain.deallocate()
+        bandEstimateGain.deallocate()
         learnedBinGain.deallocate()
         binScratch.deallocate()
     }
