@@ -92,8 +92,9 @@ extension NoiseSuppressor {
     /// speech), the mean alone would keep half of that difference: there the estimator's per-bin
     /// gains are lowered by the whole difference instead, so the model sets the band's level and the
     /// estimator keeps its shape between harmonics. On the held-out recorded voices of `make eval`
-    /// this beat the mean alone on key clicks and left steady noise and clean speech as they were;
-    /// a smaller lead traded clean speech for clicks (EVALUATION.md).
+    /// this took key clicks from 1.31 to 1.36 PESQ-WB against the mean alone, for 0.02 on white
+    /// noise and 0.3 dB of clean-speech SI-SDR; a smaller lead traded more clean speech for clicks,
+    /// a larger one fewer clicks (EVALUATION.md).
     @inline(__always) func blendLearnedGains() {
         let floor = floorGain, strength = mix, weight = learnedMix
         let tiny: Float = 1e-9
