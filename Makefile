@@ -48,7 +48,7 @@ SYSCONFDIR ?= /etc
 .PHONY: all build test bench deps deps-build deps-test deps-demo deps-bench help clean install uninstall demo fresh-check man deb
 
 # The package's version: the first entry of the Debian changelog (hearctl --version says the same).
-DEB_CHANGELOG := Tests/Integration/debian/changelog
+DEB_CHANGELOG := packaging/debian/changelog
 VERSION := $(shell sed -n '1s/^hear [(]\([^ ]*\)[)].*/\1/p' $(DEB_CHANGELOG))
 # hearctl.1, from swift-argument-parser's generate-manual plugin (the same source as --help),
 # dated by the changelog's first entry so that a rebuild gives the same page.
@@ -100,7 +100,7 @@ test: deps-test build man
 	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) $(SWIFT) test -c release
 
 bench: deps-bench build
-	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) Tests/Benchmarks/bench.sh
+	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) scripts/bench.sh
 
 clean:
 	rm -rf .build
@@ -113,29 +113,29 @@ man: $(if $(NO_BUILD),,build)
 deb: $(if $(NO_BUILD),,build man)
 	$(call apt-need,$(DEB_PACKAGE))
 	@PLUGIN=$(CURDIR)/$(PLUGIN) HEARCTL=$(CURDIR)/$(BUILD)/hearctl MANPAGE=$(CURDIR)/$(MANPAGE) OUT=$(DEB_OUT) \
-	  Tests/Integration/deb.sh
+	  packaging/deb.sh
 
 # NO_BUILD=1 installs what is already built (the install test uses it while `swift test` holds .build).
 install: $(if $(NO_BUILD),,build)
 	$(call apt-need,$(DEB_RUNTIME))
 	@$(if $(PREFIX),$(SUDO) )env PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) PLUGIN=$(CURDIR)/$(PLUGIN) HEARCTL=$(CURDIR)/$(BUILD)/hearctl \
-	  Tests/Integration/install.sh install
+	  packaging/install.sh install
 
 # System-wide (PREFIX=) files are written and removed with sudo when not root; the build stays yours.
 uninstall:
-	@$(if $(PREFIX),$(SUDO) )env PREFIX=$(PREFIX) Tests/Integration/install.sh uninstall
+	@$(if $(PREFIX),$(SUDO) )env PREFIX=$(PREFIX) packaging/install.sh uninstall
 
 demo: deps-demo build
-	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) Tests/Integration/demo.sh
+	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) scripts/demo.sh
 
 # README's two commands as the first ones on a fresh Debian 12: debootstrap, chroot (root; slow,
-# 8 minutes on 2 cores; not part of `make test`). Tests/Integration/fresh-check.sh says what it does.
+# 8 minutes on 2 cores; not part of `make test`). scripts/fresh-check.sh says what it does.
 fresh-check:
 	$(call apt-need,debootstrap debian-archive-keyring)
-	Tests/Integration/fresh-check.sh
+	scripts/fresh-check.sh
 
 # The noise suppressor against RNNoise, WebRTC NS, speexdsp and DeepFilterNet3 on a speech-in-noise
-# set built locally (Tests/Evaluation, EVALUATION.md). PyPI packages go into a venv under .build.
+# set built locally (training/hear_training/evaluate.py, EVALUATION.md). PyPI packages go into a venv under .build.
 EVAL_VENV := .build/eval-venv
 DEB_EVAL := espeak-ng flite sox libspeexdsp1 ladspa-sdk asterisk-prompt-es-co pocketsphinx-testdata hedgewars-data
 # Pinned: the figures in EVALUATION.md were measured with exactly these.
@@ -143,7 +143,7 @@ PIP_EVAL := numpy==2.4.6 scipy==1.17.1 pesq==0.0.4 pystoi==0.4.1 pyrnnoise==0.4.
 
 .PHONY: eval eval-deps
 eval: build eval-deps .build/ladspa-bench
-	cd Tests/Evaluation && ../../$(EVAL_VENV)/bin/python evaluate.py
+	PYTHONPATH=$(CURDIR)/training $(EVAL_VENV)/bin/python -m hear_training.evaluate
 
 eval-deps:
 	$(call apt-need,$(DEB_EVAL))
@@ -157,12 +157,10 @@ eval-deps:
 # The learned noise suppressor's weights (Sources/CHearModel/hear-model.bin), reproduced from scratch:
 # Debian's speech and TTS packages -> mixtures (data.py) -> the suppressor's own features
 # (hear-features) -> a GRU trained on the CPU with Debian's python3-torch (train.py), resumable:
-# rerun to continue. Never part of `make test` or CI; Tests/Training/README.md tells the steps.
-# The speech and voice packages are speech.py's DEBIAN_PACKAGES, read from that file (one list).
+# rerun to continue. Never part of `make test` or CI; training/README.md tells the steps.
+# The speech and voice packages: training/debian-packages (one list, speech.py reads the same sources).
 DEB_TRAIN = python3-torch python3-numpy python3-scipy python3-matplotlib python3-tqdm python3-venv \
-  $(shell python3 -c "import ast; tree = ast.parse(open('Tests/Training/speech.py').read()); \
-    print(' '.join(next(ast.literal_eval(n.value) for n in tree.body \
-      if isinstance(n, ast.Assign) and getattr(n.targets[0], 'id', '') == 'DEBIAN_PACKAGES')))")
+  $(shell sed -e 's/#.*//' training/debian-packages)
 TRAIN := .build/train
 TRAIN_PY := $(TRAIN)/venv/bin/python
 TRAIN_CLIPS ?= 3000
@@ -170,10 +168,10 @@ TRAIN_EPOCHS ?= 12
 # The mixtures are made again when the scripts that make them or the clip count change:
 # $(call train-set,DIRECTORY,SPLIT,CLIPS,SEED,RATE). 48 kHz, and a sixth as many at 16 and at 8 kHz
 # (the suppressor's framing and bands differ below 32 kHz; the model has to know those streams too).
-TRAIN_DATA = $(shell cat Tests/Training/data.py Tests/Training/speech.py | sha256sum | cut -c1-12)-$(TRAIN_CLIPS)
+TRAIN_DATA = $(shell cat training/hear_training/data.py training/hear_training/speech.py | sha256sum | cut -c1-12)-$(TRAIN_CLIPS)
 TRAIN_SETS := valid valid-16k valid-8k train train-16k train-8k
 train-set = @[ -f $(TRAIN)/data/$(1)/.done-$(TRAIN_DATA) ] || { rm -rf $(TRAIN)/data/$(1) && \
-  $(TRAIN_PY) Tests/Training/data.py --split $(2) --out $(TRAIN)/data/$(1) --clips $(3) --seed $(4) --rate $(5) && \
+  PYTHONPATH=$(CURDIR)/training $(TRAIN_PY) -m hear_training.data --split $(2) --out $(TRAIN)/data/$(1) --clips $(3) --seed $(4) --rate $(5) && \
   touch $(TRAIN)/data/$(1)/.done-$(TRAIN_DATA); }
 
 .PHONY: train train-deps
@@ -186,7 +184,7 @@ train: train-deps
 	$(call train-set,train-16k,train,$(shell expr $(TRAIN_CLIPS) / 6),3,16000)
 	$(call train-set,train-8k,train,$(shell expr $(TRAIN_CLIPS) / 6),4,8000)
 	$(BUILD)/hear-features $(addprefix $(TRAIN)/data/,$(TRAIN_SETS))
-	$(TRAIN_PY) Tests/Training/train.py --data $(TRAIN)/data --work $(TRAIN) --epochs $(TRAIN_EPOCHS)
+	PYTHONPATH=$(CURDIR)/training $(TRAIN_PY) -m hear_training.train --data $(TRAIN)/data --work $(TRAIN) --epochs $(TRAIN_EPOCHS)
 	@echo "weights: Sources/CHearModel/hear-model.bin; loss curve: $(TRAIN)/loss.png; now make test"
 
 train-deps:

@@ -48,14 +48,15 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-static-stdlib"])],
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),
-        // Test helpers: signals and measurements, and a heap-allocation counter.
+        // Test helpers: signals and measurements.
         .target(name: "TestSupport", dependencies: ["HearDSP", "HearControl"], path: "Tests/TestSupport"),
-        .target(name: "CMallocCounter", path: "Tests/CMallocCounter"),
-        // A real-time LADSPA host process for the control tests (Tests/HearPluginTests/Control*.swift).
+        // A heap-allocation counter (malloc interposed), for the host and the plugin tests.
+        .target(name: "CMallocCounter"),
         // Training features for the learned noise suppressor, computed by the suppressor itself (`make train`).
-        .executableTarget(name: "hear-features", dependencies: ["HearDSP"], path: "Tests/FeatureDump"),
-        .executableTarget(name: "hear-testhost", dependencies: ["CLADSPA", "CMallocCounter", "HearSystem"], path: "Tests/TestHost"),
-        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "HearControl", "CHearModel", "TestSupport"]),
+        .executableTarget(name: "hear-features", dependencies: ["HearDSP"]),
+        // A real-time LADSPA host of the project's own: the control and fault tests run libhear.so in it.
+        .executableTarget(name: "hear-host", dependencies: ["CLADSPA", "CMallocCounter", "HearSystem"]),
+        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "HearControl", "CHearModel", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "HearSystem", "CLADSPA", "CMallocCounter", "TestSupport"]),
         .testTarget(name: "HearSystemTests", dependencies: ["HearSystem"]),
         .testTarget(name: "HearControlTests", dependencies: ["HearControl", "HearDSP", "TestSupport"]),

@@ -48,7 +48,7 @@ import Testing
 
     /// train.py's reference: steps, inputs, outputs (UInt32 each), then the features and the outputs (Float32).
     @Test func inferenceReproducesTheTrainingCode() throws {
-        let data = try [UInt8](Data(contentsOf: Self.root.appendingPathComponent("Tests/Training/reference-vectors.bin")))
+        let data = try [UInt8](Data(contentsOf: Self.root.appendingPathComponent("Tests/HearDSPTests/Fixtures/reference-vectors.bin")))
         let header = data.withUnsafeBytes { raw in (0..<3).map { Int(raw.loadUnaligned(fromByteOffset: 4 * $0, as: UInt32.self)) } }
         let steps = header[0], inputs = header[1], outputs = header[2]
         var model = GainModel()

@@ -1,4 +1,4 @@
-// End to end: hear-testhost runs libhear.so in real time, the real hearctl binary talks to it.
+// End to end: hear-host runs libhear.so in real time, the real hearctl binary talks to it.
 
 import Foundation
 import Glibc
@@ -209,7 +209,7 @@ import TestSupport
         chmod(sandbox.runtime, 0o755)
         chmod(path, 0o666)
         // A bare client as uid 65534 reaches the socket; the server answers `denied` and hangs up.
-        let tools = sandbox.base + "/hear-testhost"
+        let tools = sandbox.base + "/hear-host"
         try copyExecutable(Built.testHost, to: tools)
         chmod(tools, 0o755)
         let raw = try run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", tools, "--connect", path,

@@ -1,4 +1,4 @@
-// hearctl fit against a running stereo filter (hear-testhost): the fit lands on the speaker
+// hearctl fit against a running stereo filter (hear-host): the fit lands on the speaker
 // chain, the delivered gain is within 2 dB of the target, the cap is reported, the preset is
 // saved, and no `hearctl set` afterwards pushes the output above the MPO or the gain above the cap.
 

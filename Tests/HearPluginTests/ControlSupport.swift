@@ -1,5 +1,5 @@
 // Support for the control tests: a sandbox of fresh directories (runtime, state, config), the
-// real hearctl binary run as a subprocess, the hear-testhost process that runs libhear.so in real
+// real hearctl binary run as a subprocess, the hear-host process that runs libhear.so in real
 // time, a raw protocol client, and level measurements on recordings. Every process a test starts
 // is stopped by pid, also when the test fails.
 
@@ -19,7 +19,7 @@ enum Built {
             ?? root.appendingPathComponent(".build/release/hearctl").path
     }
 
-    static var testHost: String { root.appendingPathComponent(".build/release/hear-testhost").path }
+    static var testHost: String { root.appendingPathComponent(".build/release/hear-host").path }
 
     static func require() throws {
         for path in [hearctl, testHost, PluginPath.built] where !FileManager.default.isExecutableFile(atPath: path) && !FileManager.default.fileExists(atPath: path) {
@@ -162,7 +162,7 @@ extension Sandbox {
     }
 }
 
-/// hear-testhost running libhear.so in real time; stopped (SIGTERM, then SIGKILL) at the latest on deinit.
+/// hear-host running libhear.so in real time; stopped (SIGTERM, then SIGKILL) at the latest on deinit.
 final class HostProcess {
     struct Recording {
         let samples: [Float]
@@ -226,7 +226,7 @@ final class HostProcess {
         kill(process.processIdentifier, SIGTERM)
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw HostError.load("hear-testhost exited with \(process.terminationStatus): \(text)") }
+        guard process.terminationStatus == 0 else { throw HostError.load("hear-host exited with \(process.terminationStatus): \(text)") }
         var summary: [String: Int] = [:]
         for line in text.split(separator: "\n") where line.hasPrefix("done ") {
             for field in line.split(separator: " ").dropFirst() {

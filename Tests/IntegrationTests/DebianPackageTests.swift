@@ -16,7 +16,7 @@ import Testing
 
     /// The package's version: the first line of the Debian changelog, as `make deb` reads it.
     static func version() throws -> String {
-        let first = try Repository.text("Tests/Integration/debian/changelog").split(separator: "\n")[0]
+        let first = try Repository.text("packaging/debian/changelog").split(separator: "\n")[0]
         guard let open = first.firstIndex(of: "("), let close = first.firstIndex(of: ")") else {
             throw IntegrationError("no version on the changelog's first line: \(first)")
         }

@@ -1,5 +1,5 @@
 // A private, headless PipeWire for one test: its own XDG_RUNTIME_DIR, config, state and HOME, a
-// session bus, pipewire with Tests/Integration/pipewire.conf, and wireplumber. The repository's
+// session bus, pipewire with scripts/pipewire-session.conf, and wireplumber. The repository's
 // drop-ins load from $XDG_CONFIG_HOME/pipewire/pipewire.conf.d/, exactly as on a desktop.
 // Stand-ins for the hardware: "hear_test_mic_input" (play into it) feeds the source
 // "hear_test_mic", the default microphone; "hear_test_speaker", the default output, is a null sink.
@@ -33,7 +33,7 @@ final class PipeWireSession: @unchecked Sendable {
         processes.environment["XDG_STATE_HOME"] = try processes.directory("state").path
         processes.environment["HOME"] = home.path
         try FileManager.default.createDirectory(at: config.appendingPathComponent("pipewire"), withIntermediateDirectories: true)
-        try Repository.text("Tests/Integration/pipewire.conf")
+        try Repository.text("scripts/pipewire-session.conf")
             .write(to: config.appendingPathComponent("pipewire/pipewire.conf"), atomically: true, encoding: .utf8)
         if installedHome == nil {
             let dropIns = try processes.directory("config/pipewire/pipewire.conf.d")

@@ -1,6 +1,6 @@
 // Where things are: the repository's drop-ins, the private-session config, and the built plugin.
 // The committed drop-ins name the plugin as @HEAR_PLUGIN@; `make install` and these tests put an
-// absolute path there the same way (Tests/Integration/install.sh does it with sed).
+// absolute path there the same way (packaging/install.sh does it with sed).
 
 import Foundation
 

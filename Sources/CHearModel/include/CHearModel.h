@@ -1,5 +1,5 @@
 // The learned noise-suppression model's weights, compiled into the library (see model.c).
-// Format: Tests/Training/train.py `export`; parsed by HearDSP's GainModel.
+// Format: training/hear_training/train.py `export`; parsed by HearDSP's GainModel.
 #ifndef CHEARMODEL_H
 #define CHEARMODEL_H
 #include <stddef.h>

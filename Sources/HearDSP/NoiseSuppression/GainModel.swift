@@ -3,7 +3,7 @@
 //   d  = tanh(Wd x + bd)
 //   h1 = GRU1(d, h1),  h2 = GRU2(h1, h2)            (PyTorch's GRU equations, gates r, z, n)
 //   y  = sigmoid(Wo [h1; h2] + bo)                  (32 band gains, then the speech probability)
-// Weights come from the blob that Tests/Training/train.py exports (float16, checksummed) and that
+// Weights come from the blob that training/hear_training/train.py exports (float16, checksummed) and that
 // CHearModel compiles into the library; they are widened to Float once, at init, into one arena
 // that also holds the state and the scratch vectors. Rows are padded to 8 floats, so every
 // matrix-vector product runs on whole SIMD8 loads; the padding is zero in weights and inputs.

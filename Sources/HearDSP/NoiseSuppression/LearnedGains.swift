@@ -14,7 +14,7 @@
 //             estimate, dB / 20, -1.25...3
 //   [128]     the classical gate's openness (SpeechActivity), [129] its periodicity.
 // The estimate is read unscaled: ns.sensitivity moves the model's input only through the clean
-// estimate. Training (Tests/Training) computes the same features with this very code
+// estimate. Training (training/) computes the same features with this very code
 // (hear-features), so the model never sees features from another implementation.
 
 extension NoiseSuppressor {

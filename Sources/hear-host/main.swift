@@ -1,25 +1,25 @@
-// hear-testhost: a real-time LADSPA host for the control tests. It dlopens libhear.so, runs one
+// hear-host: a real-time LADSPA host for the control tests. It dlopens libhear.so, runs one
 // instance on a thread that paces blocks against the monotonic clock (as PipeWire's graph does),
 // feeds it a sine, records every output sample with its block's start time, counts heap
 // allocations and non-finite samples on that audio thread, and stops cleanly on SIGTERM or SIGINT.
 // SIGUSR1 pauses and resumes calling run(), as a host does with a suspended node.
 //
-//   hear-testhost --plugin PATH --out FILE [--label hear_mono] [--rate 48000] [--block 256]
+//   hear-host --plugin PATH --out FILE [--label hear_mono] [--rate 48000] [--block 256]
 //                 [--chain N] [--frequency 1000] [--amplitude 0.02] [--seconds 60] [--control key=value ...]
 //                 [--instances N]   (N instances of one chain, as filter-chain makes per channel; the first is recorded)
 //
 // It prints `ready <pid>` once the first block has run, and on exit one summary line:
 //   done blocks=<n> frames=<n> allocations=<n> nonfinite=<n> late=<n>
-//   hear-testhost --connect SOCKET [--send LINE]   (a bare protocol client: prints what the server says)
+//   hear-host --connect SOCKET [--send LINE]   (a bare protocol client: prints what the server says)
 //
 // Fault-injection modes (Tests/HearPluginTests/FaultInjectionTests.swift):
 //   --fifo-instantiate 1      instantiate from a SCHED_FIFO thread (as a real-time host may)
 //   --late-instance SECONDS   that long after the first block, instantiate and clean up one more
 //                             instance on the main thread and print `late-instance instantiate_ms=.. cleanup_ms=..`
-//   hear-testhost --cycles N --plugin PATH   N x (dlopen, instantiate, run, cleanup, dlclose); prints
+//   hear-host --cycles N --plugin PATH   N x (dlopen, instantiate, run, cleanup, dlclose); prints
 //                             `cycles n=N heap_after_10=B heap_after_n=B`
-//   hear-testhost --dirent-probe 1   reads a directory entry whose name ends at an unmapped page
-//   hear-testhost --list DIR         lists a directory through HearSystem (for valgrind)
+//   hear-host --dirent-probe 1   reads a directory entry whose name ends at an unmapped page
+//   hear-host --list DIR         lists a directory through HearSystem (for valgrind)
 // The recording (FILE) is little-endian: frames as Float32 (first output channel), then one
 // Float64 start time (CLOCK_MONOTONIC seconds) per block.
 
@@ -42,7 +42,7 @@ func now() -> Double {
 }
 
 func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("hear-testhost: \(message)\n".utf8))
+    FileHandle.standardError.write(Data("hear-host: \(message)\n".utf8))
     exit(1)
 }
 
@@ -50,7 +50,7 @@ var options: [String: String] = [:]
 var controls: [(String, Float)] = []
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
-    guard flag.hasPrefix("--"), let value = arguments.popFirst() else { fail("usage: see the comment in Tests/TestHost/main.swift") }
+    guard flag.hasPrefix("--"), let value = arguments.popFirst() else { fail("usage: see the comment in Sources/hear-host/main.swift") }
     if flag == "--control" {
         let parts = value.split(separator: "=", maxSplits: 1)
         guard parts.count == 2, let number = Float(parts[1]) else { fail("bad --control \(value)") }

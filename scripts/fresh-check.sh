@@ -17,7 +17,7 @@
 #   SWIFT_TOOLCHAIN      the toolchain to bind at /opt/swift (default /opt/swift)
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$repo/.build/fresh-check
 root=$work/root
 mirror=${FRESH_CHECK_MIRROR:-http://deb.debian.org/debian}
@@ -66,7 +66,7 @@ if [ "${1:-}" != --inside ]; then
     # A chroot convention, not part of the machine under test: packages start no system services.
     printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"; chmod +x "$root/usr/sbin/policy-rc.d"
     status=0
-    unshare --mount --propagation private "$repo/Tests/Integration/fresh-check.sh" --inside || status=$?
+    unshare --mount --propagation private "$repo/scripts/fresh-check.sh" --inside || status=$?
     stop_leftovers
     exit "$status"
 fi

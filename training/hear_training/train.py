@@ -1,6 +1,6 @@
 """Trains the learned noise suppressor's gain model and exports its weights (`make train`).
 
-Input: the rows hear-features wrote (Tests/FeatureDump: the suppressor's own features, then the
+Input: the rows hear-features wrote (Sources/hear-features: the suppressor's own features, then the
 band powers of the noisy stream, the clean speech and the noise, one row per model step), from
 every set of a split: DATA/train and DATA/valid at 48 kHz, DATA/train-16k, DATA/train-8k (and the
 same for valid) at the rates their names give.
@@ -17,7 +17,7 @@ speech activity's cross-entropy.
 Runs on the CPU with Debian's python3-torch; fixed seeds; a checkpoint after every epoch, and a run
 resumes from the last one. The checkpoint with the lowest validation loss is exported:
   Sources/CHearModel/hear-model.bin (+ .sha256)   float16 weights, header with shapes and FNV-1a
-  Tests/Training/reference-vectors.bin            features in, outputs out, from the exported
+  Tests/HearDSPTests/Fixtures/reference-vectors.bin            features in, outputs out, from the exported
                                                   (float16-rounded) weights in float32 numpy
   .build/train/loss.png                           the loss curves
 """
@@ -42,7 +42,7 @@ LOSS_VERSION = 1
 DENSE, HIDDEN, OUTPUTS, STRIDE = 96, 96, BANDS + 1, 1
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BLOB = os.path.join(ROOT, "Sources/CHearModel/hear-model.bin")
-REFERENCE = os.path.join(ROOT, "Tests/Training/reference-vectors.bin")
+REFERENCE = os.path.join(ROOT, "Tests/HearDSPTests/Fixtures/reference-vectors.bin")
 
 
 def sets(data, split):

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-import corpus
+from . import corpus
 
 N, M = 1024, 128
 RATE = corpus.RATE

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: the microphone chain in a private, headless PipeWire, on any machine.
 #
-# Starts a session bus, pipewire (Tests/Integration/pipewire.conf) and wireplumber under a
+# Starts a session bus, pipewire (scripts/pipewire-session.conf) and wireplumber under a
 # temporary XDG_RUNTIME_DIR / XDG_CONFIG_HOME, with conf.d/pipewire/hear-*.conf as drop-ins
 # pointing at the built plugin; makes a noisy speech sample (espeak-ng + sox); plays it into the
 # stand-in microphone and records "Hear: enhanced microphone"; prints levels and noise figures;
@@ -9,7 +9,7 @@
 # folder. Every process it starts is stopped by pid when it exits, however it exits.
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/.." && pwd)
 plugin=${HEAR_PLUGIN:-$repo/.build/release/libhear.so}
 out=$(pwd)
 [ -f "$plugin" ] || { echo "error: $plugin is not built; run make" >&2; exit 1; }
@@ -38,7 +38,7 @@ unset DBUS_SESSION_BUS_ADDRESS PIPEWIRE_REMOTE PIPEWIRE_RUNTIME_DIR PIPEWIRE_CON
 export XDG_RUNTIME_DIR=$work/run XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
 mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 mkdir -p "$XDG_CONFIG_HOME/pipewire/pipewire.conf.d" "$XDG_STATE_HOME"
-cp "$repo/Tests/Integration/pipewire.conf" "$XDG_CONFIG_HOME/pipewire/"
+cp "$repo/scripts/pipewire-session.conf" "$XDG_CONFIG_HOME/pipewire/"
 for conf in hear-microphone.conf hear-speaker.conf; do
     sed "/^[[:space:]]*#/!s|@HEAR_PLUGIN@|$plugin|g" "$repo/conf.d/pipewire/$conf" > "$XDG_CONFIG_HOME/pipewire/pipewire.conf.d/$conf"
 done
@@ -83,5 +83,5 @@ size=$(stat -c %s "$work/recorded.wav"); grown() { [ "$(stat -c %s "$work/record
 wait_for "the end of the recording" grown
 kill -INT "$recorder"; wait "$recorder" 2>/dev/null || true
 
-python3 "$repo/Tests/Integration/levels.py" "$out/before.wav" "$work/recorded.wav" "$out/after.wav" 4.5
+python3 "$repo/scripts/levels.py" "$out/before.wav" "$work/recorded.wav" "$out/after.wav" 4.5
 echo "Listen: before.wav (what the microphone heard), after.wav (what the call gets)."

@@ -3,7 +3,7 @@
 //   hear-features DIR...
 //
 // For every clip DIR/NAME-clean.f32 + DIR/NAME-noise.f32 (raw little-endian float32, mono, equal
-// length, at the rate DIR/manifest.json names, 48 kHz without one; Tests/Training/data.py writes
+// length, at the rate DIR/manifest.json names, 48 kHz without one; training/hear_training/data.py writes
 // them) it runs three noise suppressors at that rate and their defaults, on clean + noise, on the
 // clean speech alone and on the noise alone, and at every model step writes one row of float32 to
 // DIR/NAME.feat:

@@ -3,7 +3,7 @@
 # to Debian's reference plugins (swh sc4m and mbeq, lsp compressor_mono), all loaded by dlopen
 # and driven by the same host (ladspa-bench) in one run, interleaved, median of $ROUNDS rounds.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 
 PLUGIN=${HEAR_PLUGIN:-$PWD/.build/release/libhear.so}
 BENCH_SRC=${LADSPA_BENCH_SRC:-$PWD/../shared/tools/ladspa-bench.c}

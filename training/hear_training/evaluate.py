@@ -31,8 +31,8 @@ from pesq import pesq
 from pystoi import stoi
 from scipy import signal
 
-import corpus
-import methods
+from . import corpus
+from . import methods
 
 METRIC_RATE = 16000
 

@@ -2,7 +2,7 @@
 
 Two sets of speech share the same noises:
   recorded  recorded human voices held out from training (the eval speakers of
-            Tests/Training/speech.py: asterisk-prompt-es-co, pocketsphinx-testdata, hedgewars
+            training/hear_training/speech.py: asterisk-prompt-es-co, pocketsphinx-testdata, hedgewars
             Default_es / Default_uk / Russian_pl): 12 utterances x 8 noises x SNR -5, 5, 20 dB
             (`build_recorded`), the set issue #13's targets are measured on;
   tts       Harvard sentences spoken by text-to-speech voices (flite and espeak-ng, several
@@ -247,13 +247,12 @@ RECORDED_SNRS = [-5, 5, 20]
 def build_recorded(cache):
     """The recorded-human-speech set: returns (noisy clips, clean-only clips), as `build` does.
 
-    The 12 held-out utterances (Tests/Training/speech.py `eval_utterances`, 2.5-7 s each, speakers
+    The 12 held-out utterances (training/hear_training/speech.py `eval_utterances`, 2.5-7 s each, speakers
     never trained on nor used to pick checkpoints) x NOISES x RECORDED_SNRS, at the same speech
     level, lead-in and tail as the TTS set; noise seeds of their own (20000 + clip). Clean-only:
     two utterances per held-out speaker. The noise-only clips do not depend on speech: `build`'s.
     """
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "Training"))
-    import speech  # noqa: E402 (Tests/Training; decodes into .build/train-cache)
+    from . import speech  # decodes into .build/train-cache
 
     os.makedirs(cache, exist_ok=True)
     utterances = [(talker, x * 10 ** (SPEECH_LEVEL_DB / 20) / active_level(x)) for talker, x in speech.eval_utterances()]

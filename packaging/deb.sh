@@ -3,7 +3,7 @@
 #
 #   deb.sh PLUGIN=... HEARCTL=... MANPAGE=... [OUT=dir]      (environment variables)
 #
-# The version is the first entry of Tests/Integration/debian/changelog. What the package holds:
+# The version is the first entry of packaging/debian/changelog. What the package holds:
 #   /usr/lib/ladspa/libhear.so                      the plugin
 #   /usr/bin/hearctl                                the CLI (stripped)
 #   /usr/share/man/man1/hearctl.1.gz                swift-argument-parser's generate-manual, from the same
@@ -14,13 +14,13 @@
 #   /usr/share/hear/pipewire/hear-*.conf            the drop-in templates `hearctl enable` fills in
 #   /usr/share/doc/hear/examples/                   the drop-ins and hear.pa, ready to copy
 #   /usr/share/doc/hear/{copyright,changelog.Debian.gz}
-#   /usr/share/lintian/overrides/hear               documented in Tests/Integration/debian/lintian-overrides
+#   /usr/share/lintian/overrides/hear               documented in packaging/debian/lintian-overrides
 # Depends comes from dpkg-shlibdeps. No maintainer scripts: a user turns a chain on with
 # `hearctl enable mic|speaker`, which writes the drop-in in their own ~/.config.
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-debian=$repo/Tests/Integration/debian
+repo=$(cd "$(dirname "$0")/.." && pwd)
+debian=$repo/packaging/debian
 : "${PLUGIN:?PLUGIN must name the built libhear.so}" "${HEARCTL:?HEARCTL must name the built hearctl}"
 : "${MANPAGE:?MANPAGE must name hearctl.1 (make man)}"
 OUT=${OUT:-$repo}

@@ -1,6 +1,6 @@
 """The speech the learned noise suppressor is trained, validated and evaluated on, split by speaker.
 
-Every source is a Debian package, installed by the make targets (`DEBIAN_PACKAGES`); files are
+Every source is a Debian package, installed by `make train` (training/debian-packages); files are
 picked by package (`dpkg -L`), never by globbing a shared directory: asterisk-prompt-* install into
 the same /usr/share/asterisk/sounds tree as the asterisk-core-sounds-* packages, which are reserved
 for independent evaluation (issue #13) and must never be read here.
@@ -67,15 +67,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CACHE = os.path.join(ROOT, ".build", "train-cache")
 VERSION = 1  # bump to rebuild the per-speaker caches
 
-# What the sources need; `make` installs them (apt-get install --no-install-recommends).
-DEBIAN_PACKAGES = [
-    "sox", "espeak-ng", "festival",
-    "asterisk-prompt-it-menardi-wav", "asterisk-prompt-fr-armelle", "asterisk-prompt-es-co",
-    "pocketsphinx-testdata", "hedgewars-data",
-    "festvox-kdlpc16k", "festvox-italp16k", "festvox-itapc16k", "festvox-ca-ona-hts",
-    "festvox-czech-dita", "festvox-czech-krb", "festvox-czech-machac", "festvox-czech-ph",
-    "festvox-ru", "festvox-suopuhe-lj", "festvox-suopuhe-mv",
-]
+# What the sources need is listed in training/debian-packages; `make train` installs them.
 RESERVED = re.compile(r"^asterisk-core-sounds")
 
 

@@ -57,8 +57,7 @@ from fractions import Fraction
 import numpy as np
 from scipy import signal
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import speech  # noqa: E402
+from . import speech
 
 RATE = speech.RATE
 

@@ -14,7 +14,7 @@
 set -euo pipefail
 
 action=${1:-}
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/.." && pwd)
 PREFIX=${PREFIX:-}
 if [ -n "$PREFIX" ]; then
     libdir=$PREFIX/lib/ladspa
