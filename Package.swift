@@ -39,7 +39,7 @@ let package = Package(
             ])]
         ),
         // The control protocol, shared by the plugin's server and hearctl (no Foundation: the plugin links it).
-        .target(name: "HearControl", dependencies: ["HearDSP"]),
+        .target(name: "HearControl", dependencies: ["HearDSP", "HearSystem"]),
         .executableTarget(
             name: "hearctl",
             dependencies: ["HearControl", "HearDSP", "HearSystem", "CPipeWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],

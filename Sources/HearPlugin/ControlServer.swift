@@ -191,12 +191,13 @@ final class ControlServer: @unchecked Sendable {
                 do {
                     listener = try setUp()
                     lastSetupError = ""
+                    store.clear("control socket")
                 } catch {
                     nextListenAttempt = now + Self.retryInterval
                     let message = "control socket unavailable, hearctl cannot reach this process: \(error)"
                     if message != lastSetupError {
                         lastSetupError = message
-                        store.report(message)
+                        store.report(message, topic: "control socket")
                     }
                 }
             }
@@ -447,7 +448,7 @@ final class ControlServer: @unchecked Sendable {
                 return lines + [.ok([])]
             } ?? [.error(noInstance(chain))]
         case .set(let chain, let assignments):
-            var changes: StateStore.Changes = [:]
+            var changes: SettingsFile.Changes = [:]
             for assignment in assignments { changes[assignment.parameter] = .some(assignment.value) }
             return change(chain: chain, assignments: assignments, now: now, saving: changes)
         case .reset(let chain, let parameters, let values):
@@ -455,7 +456,7 @@ final class ControlServer: @unchecked Sendable {
                 Assignment(parameter, values.last { $0.parameter == parameter }?.value ?? parameter.spec.defaultValue)
             }
             // Forgotten, not pinned: after a restart the config's value (if it sets one) applies.
-            var changes: StateStore.Changes = [:]
+            var changes: SettingsFile.Changes = [:]
             for assignment in reset { changes[assignment.parameter] = .some(nil) }
             return change(chain: chain, assignments: reset, now: now, saving: changes)
         case .sync:
@@ -464,7 +465,7 @@ final class ControlServer: @unchecked Sendable {
         }
     }
 
-    private func change(chain: Int?, assignments: [Assignment], now: Double, saving changes: StateStore.Changes) -> [ReplyLine] {
+    private func change(chain: Int?, assignments: [Assignment], now: Double, saving changes: SettingsFile.Changes) -> [ReplyLine] {
         let published = assignments.map { (index: $0.parameter.rawValue, value: $0.value) }
         let result = withEntries { state -> (count: Int, chains: [Int]) in
             let targets = Self.targets(state.entries, chain: chain)

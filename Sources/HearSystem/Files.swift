@@ -1,6 +1,7 @@
 // Small files read and replaced safely in directories other processes (and other users' symlinks)
 // may have touched: nothing here follows a symbolic link at the final component, blocks on a FIFO
-// or device, reads more than it was told, or writes through a file it did not create itself.
+// or device, reads more than it was told, overwrites a file it means to keep, or writes through a
+// file it did not create itself.
 
 import CHearSys
 import Glibc
@@ -46,7 +47,7 @@ extension Syscall {
         var temporary = ""
         var fd: Int32 = -1
         for _ in 0..<8 {
-            temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: .min ... .max))"
+            temporary = temporaryPrefix(path) + "\(getpid())-\(UInt32.random(in: .min ... .max))"
             do throws(SystemError) {
                 fd = try retrying("create \(temporary)") {
                     open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0o600)
@@ -76,6 +77,95 @@ extension Syscall {
         if let directoryFD = try? retrying("open \(directory)", { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }) {
             _ = fsync(directoryFD)
             close(directoryFD)
+        }
+    }
+
+    /// `<path>.tmp-`: the temporary files of `writeFileAtomically` are this, the writer's pid, a
+    /// dash and a random number.
+    static func temporaryPrefix(_ path: String) -> String { path + ".tmp-" }
+
+    /// Removes the temporary files `writeFileAtomically` left for `path` in `directory` when their
+    /// writer died (killed between create and rename): those whose pid names no live process, and
+    /// any older than `seconds` (a pid from another PID namespace means nothing here, and no save
+    /// takes that long). Call it holding the lock every writer of `path` takes, so that no live
+    /// writer of ours is mid-save. Returns the names removed; what cannot be listed or removed is
+    /// left for the next time.
+    public static func removeAbandonedTemporaries(of path: String, in directory: String, olderThan seconds: Double) -> [String] {
+        let prefix = String(temporaryPrefix(path).split(separator: "/").last ?? "")
+        guard !prefix.isEmpty, let names = try? list(directory) else { return [] }
+        let now = Double(time(nil))
+        var removed: [String] = []
+        for name in names where name.hasPrefix(prefix) {
+            let candidate = directory + "/" + name
+            // lstat: a symbolic link is removed as a link, never followed; a directory is left alone.
+            guard let info = try? status(candidate), info.st_mode & S_IFMT == S_IFREG || info.st_mode & S_IFMT == S_IFLNK else { continue }
+            let pid = Int32(name.dropFirst(prefix.count).prefix { $0 >= "0" && $0 <= "9" })
+            let dead = pid.map { !processExists($0) } ?? false
+            let old = now - Double(info.st_mtim.tv_sec) > seconds
+            guard dead || old, (try? unlink(candidate)) != nil else { continue }
+            removed.append(name)
+        }
+        return removed.sorted()
+    }
+
+    /// Whether a process with this pid exists here (one of another user's counts: kill says EPERM).
+    public static func processExists(_ pid: Int32) -> Bool {
+        guard pid > 0 else { return false }
+        return kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    /// Keeps the file at `path` under the first name of `base`, `base.1`, `base.2`, ... that is not
+    /// taken, and returns that name; an existing file is never overwritten. A hard link keeps the
+    /// very file (nothing copied); on a file system without hard links, `bytes` (the file as read)
+    /// are written to a new file instead. `path` itself stays where it is.
+    public static func keepCopy(of path: String, as base: String, bytes: [UInt8]?, maximumCopies: Int) throws(SystemError) -> String {
+        for number in 0..<maximumCopies {
+            let candidate = number == 0 ? base : base + ".\(number)"
+            do throws(SystemError) {
+                _ = try retrying("link \(path) to \(candidate)") { link(path, candidate) }
+                return candidate
+            } catch where error.code == EEXIST {
+                continue
+            } catch {
+                guard let bytes else { throw error }
+                do throws(SystemError) {
+                    try createFile(candidate, bytes: bytes)
+                    return candidate
+                } catch where error.code == EEXIST {
+                    continue
+                }
+            }
+        }
+        throw SystemError(call: "keep a copy of \(path)", code: EEXIST,
+                          detail: "\(base) and \(maximumCopies - 1) numbered copies exist already; remove some")
+    }
+
+    /// Creates `path`, which must not exist (O_EXCL|O_NOFOLLOW, mode 0600), with `bytes`, fsynced.
+    public static func createFile(_ path: String, bytes: [UInt8]) throws(SystemError) {
+        var fd = try retrying("create \(path)") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0o600) }
+        do throws(SystemError) {
+            var written = 0
+            while written < bytes.count {
+                written += try bytes[written...].withUnsafeBytes { raw in write(fd, raw) }.get()
+            }
+            _ = try retrying("fsync \(path)") { fsync(fd) }
+            let closed = Glibc.close(fd)
+            fd = -1
+            if closed != 0 && errno != EINTR { throw SystemError.last("close \(path)") }
+        } catch {
+            close(fd)
+            try? unlink(path)
+            throw error
+        }
+    }
+
+    /// `tryLock`, tried again every 10 ms for up to `seconds`; nil if another process still holds it.
+    public static func lock(_ path: String, waiting seconds: Double) throws(SystemError) -> Int32? {
+        let giveUp = now() + seconds
+        while true {
+            if let fd = try tryLock(path) { return fd }
+            if now() >= giveUp { return nil }
+            usleep(10_000)
         }
     }
 

@@ -27,6 +27,8 @@ public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
     public var wouldBlock: Bool { code == EAGAIN || code == EWOULDBLOCK }
     public var notFound: Bool { code == ENOENT }
     public var timedOut: Bool { code == ETIMEDOUT }
+    /// A file longer than a reader allowed (`readRegularFile`).
+    public var tooLarge: Bool { code == EFBIG }
 }
 
 /// How reading one line from a peer can fail.

@@ -6,7 +6,8 @@
 // is the number). A configured chain without an instance is suspended: PipeWire's filter-chain
 // drops the plugin while the node sleeps and makes a new instance when an app uses it. Changes
 // to a suspended chain go to its state file ($XDG_STATE_HOME/hear/<chain>.conf, the one the plugin
-// saves to and restores from at instantiate), so they apply when it starts.
+// saves to and restores from at instantiate, written through the same HearControl/SettingsFile),
+// so they apply when it starts.
 //
 // One rule for every change (set, bypass, reset, preset load): with one chain, it goes there;
 // with more than one (running or suspended), it needs --chain, else it is a usage error (exit 2)
@@ -34,56 +35,6 @@ enum ConfiguredChains {
     }
 }
 
-/// A chain's state file, edited while no instance of the chain runs (the plugin's StateStore
-/// edits it while one does): same lock file, same merge, same atomic write.
-enum StateFile {
-    /// A value to save, or nil to forget the parameter.
-    typealias Changes = [Parameter: Float?]
-
-    static var directory: String? { SettingsPath.stateDirectory(environment: Discovery.environment) }
-
-    static func path(_ chain: Int) -> String? { directory.map { $0 + "/" + SettingsPath.stateFileName(chain: chain) } }
-
-    /// The saved settings (good lines only).
-    static func read(_ chain: Int) -> Settings {
-        guard let path = path(chain), let bytes = try? Syscall.readRegularFile(path, limit: 1 << 16) else { return Settings() }
-        return Settings.parseTolerant(String(decoding: bytes, as: UTF8.self)).settings
-    }
-
-    /// Applies `changes` to the file under its lock; returns its path.
-    @discardableResult
-    static func update(_ chain: Int, _ changes: Changes) throws -> String {
-        guard let directory, let path = path(chain) else {
-            throw CLIError("settings cannot be saved: neither XDG_STATE_HOME nor HOME is set")
-        }
-        do {
-            try Syscall.makeDirectories(directory, mode: 0o700)
-            var lock = try Syscall.tryLock(path + ".lock")
-            let deadline = Syscall.now() + 2
-            while lock == nil && Syscall.now() < deadline {
-                usleep(10_000)
-                lock = try Syscall.tryLock(path + ".lock")
-            }
-            guard let held = lock else { throw CLIError("\(path) is being saved by another process; try again") }
-            defer { Syscall.unlock(held) }
-            var settings = Settings()
-            if let bytes = try Syscall.readRegularFile(path, limit: 1 << 16) {
-                let (good, errors) = Settings.parseTolerant(String(decoding: bytes, as: UTF8.self))
-                settings = good
-                // As the plugin does: a damaged file is kept aside, its good lines written back.
-                if !errors.isEmpty { try Syscall.rename(path, path + ".bad") }
-            }
-            for (parameter, value) in changes { settings[parameter] = value }
-            let text = settings.text(comment: "hear settings for chain \(chain) (\(ChainName.name(chain))), saved by hearctl while the chain was suspended.\n"
-                                     + "Edit with hearctl; lines that do not parse are moved aside to \(SettingsPath.stateFileName(chain: chain)).bad.")
-            try Syscall.writeFileAtomically(path, directory: directory, bytes: Array(text.utf8))
-        } catch let error as SystemError {
-            throw CLIError("could not save settings to \(path): \(error)")
-        }
-        return path
-    }
-}
-
 /// What a change did, for the reply.
 struct ChangeResult {
     let chain: Int
@@ -94,6 +45,8 @@ struct ChangeResult {
     let values: [(Parameter, Float)]
     /// The state file written for a suspended chain.
     let saved: String?
+    /// What writing it did that the user should hear of (a damaged file kept aside).
+    var notices: [String] = []
 }
 
 struct Chains {
@@ -154,7 +107,7 @@ struct Chains {
             let reading = Target(chain: chain, connections: target.connections)
             if let found = try reading.values(parameters).first(where: { $0.chain == chain }) { return found.values }
         }
-        let saved = StateFile.read(chain)
+        let saved = Self.stateFile(chain)?.read(repair: false).settings ?? Settings()
         let dropIn = configured[chain]
         return wanted.map { ($0, saved[$0] ?? dropIn?.configured($0) ?? $0.spec.defaultValue) }
     }
@@ -165,7 +118,7 @@ struct Chains {
     }
 
     /// Sends `request` to the chain's instances, or saves `changes` for it while it is suspended.
-    func change(_ chain: Int, request: Request, saving changes: StateFile.Changes, show parameters: [Parameter]) throws -> ChangeResult {
+    func change(_ chain: Int, request: Request, saving changes: SettingsFile.Changes, show parameters: [Parameter]) throws -> ChangeResult {
         if isRunning(chain) {
             let sending = Target(chain: chain, connections: target.connections)
             let replies = try sending.each(request)
@@ -173,8 +126,17 @@ struct Chains {
             return ChangeResult(chain: chain, state: "running", instances: instances, values: try values(chain, parameters),
                                 saved: nil)
         }
-        let path = try StateFile.update(chain, changes)
-        return ChangeResult(chain: chain, state: "suspended", instances: 0, values: try values(chain, parameters), saved: path)
+        guard let file = Self.stateFile(chain) else { throw CLIError("settings cannot be saved: neither XDG_STATE_HOME nor HOME is set") }
+        // Longer than the control server's background saves wait: a person waits for this one.
+        let outcome = file.update(changes, lockWait: 2)
+        if let problem = outcome.problem { throw CLIError(problem.message) }
+        return ChangeResult(chain: chain, state: "suspended", instances: 0, values: try values(chain, parameters), saved: file.path,
+                            notices: outcome.notices)
+    }
+
+    /// The chain's state file (HearControl/SettingsFile, the plugin's too), written here while the chain is suspended.
+    static func stateFile(_ chain: Int) -> SettingsFile? {
+        SettingsFile(chain: chain, writer: "hearctl while the chain was suspended", environment: Discovery.environment)
     }
 }
 

@@ -265,7 +265,7 @@ extension Hearctl {
             let assignments = try assignments()
             let chains = try Chains(timeout: target.timeout)
             let chain = try chains.changing(target.number, verb: "set")
-            var changes: StateFile.Changes = [:]
+            var changes: SettingsFile.Changes = [:]
             for assignment in assignments { changes[assignment.parameter] = .some(assignment.value) }
             let result = try chains.change(chain, request: .set(chain: chain, assignments: assignments), saving: changes,
                                            show: assignments.map(\.parameter))
@@ -316,7 +316,7 @@ extension Hearctl {
             let chain = try chains.changing(target.number, verb: "reset")
             let all = keys.isEmpty ? Parameter.allCases : keys
             let values = all.map { Assignment($0, chains.configuredValue(chain, $0)) }
-            var changes: StateFile.Changes = [:]
+            var changes: SettingsFile.Changes = [:]
             for parameter in all { changes[parameter] = .some(nil) }
             let result = try chains.change(chain, request: .reset(chain: chain, parameters: all, values: values), saving: changes, show: all)
             Output.change(result, json: output.json,

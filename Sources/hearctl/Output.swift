@@ -55,6 +55,7 @@ enum Output {
 
     /// The reply to a change: the chain it changed and the values it has now.
     static func change(_ result: ChangeResult, json: Bool, summary: String? = nil) {
+        for notice in result.notices { FileHandle.standardError.write(Data("hearctl: warning: \(notice)\n".utf8)) }
         if json {
             var object: [String: Any] = [
                 "chain": result.chain, "name": ChainName.name(result.chain), "state": result.state, "instances": result.instances,

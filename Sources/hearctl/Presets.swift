@@ -137,7 +137,7 @@ struct PresetCommand: ParsableCommand {
             let complete = Preset.complete(settings)
             let chains = try Chains(timeout: target.timeout)
             let chain = try chains.changing(target.number, verb: "preset load")
-            var changes: StateFile.Changes = [:]
+            var changes: SettingsFile.Changes = [:]
             for assignment in complete { changes[assignment.parameter] = .some(assignment.value) }
             let result = try chains.change(chain, request: .set(chain: chain, assignments: complete), saving: changes,
                                            show: settings.assignments.map(\.parameter))

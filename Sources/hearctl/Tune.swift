@@ -138,7 +138,7 @@ struct TuneSession {
     }
 
     /// Sends a change as `set`/`reset` do; the values the chain reports afterwards are shown.
-    mutating func change(_ request: Request, saving changes: StateFile.Changes, _ parameter: Parameter) throws {
+    mutating func change(_ request: Request, saving changes: SettingsFile.Changes, _ parameter: Parameter) throws {
         guard chains.known.contains(chain) else {
             view.message = "chain \(Chains.describe(chain)) neither runs nor is configured: nothing changed"
             return
@@ -154,6 +154,7 @@ struct TuneSession {
         for (parameter, value) in result.values { view.values[parameter] = value }
         let what = result.values.map { "\($0.0.key) = \(ParameterValue.describe($0.1, for: $0.0))" }.joined(separator: ", ")
         view.message = result.state == "running" ? what : "\(what) (suspended: saved, applied when the chain starts)"
+        if let notice = result.notices.last { view.message += "; \(notice)" }
     }
 
     var title: String {
