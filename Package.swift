@@ -38,7 +38,7 @@ let package = Package(
                 "-Xlinker", "--version-script=modules/hear.exports", "-Xlinker", "--strip-all",
             ])]
         ),
-        // The control protocol, shared by the plugin's server and hearctl (no Foundation: the plugin links it).
+        // The control protocol and the settings file, shared by the plugin's server and hearctl (no Foundation: the plugin links it).
         .target(name: "HearControl", dependencies: ["HearDSP", "HearSystem"]),
         .executableTarget(
             name: "hearctl",
