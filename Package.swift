@@ -38,28 +38,37 @@ let package = Package(
                 "-Xlinker", "--version-script=modules/hear.exports", "-Xlinker", "--strip-all",
             ])]
         ),
-        // The control protocol and the settings file, shared by the plugin's server and hearctl (no Foundation: the plugin links it).
+        // What the plugin and hearctl share: the control protocol, the settings file (its format and
+        // its one reader and writer), the socket and state paths (no Foundation: the plugin links it).
         .target(name: "HearControl", dependencies: ["HearDSP", "HearSystem"]),
+        // libspa's SPA-JSON tokenizer (header only, nothing linked): hearctl reads PipeWire's drop-ins with it.
+        .systemLibrary(name: "CSPAJSON", path: "modules/CSPAJSON", pkgConfig: "libspa-0.2", providers: [.apt(["libspa-0.2-dev"])]),
+        // hearctl's own model, apart from its commands so that tests can import it: the hearing fit,
+        // the chains PipeWire drop-ins configure, the built-in presets and the tone measurement `fit`
+        // checks with. The plugin never links it. No Foundation, so it links into hearctl's static
+        // build and into the tests alike.
+        .target(name: "HearCLI", dependencies: ["HearControl", "HearDSP", "CSPAJSON"]),
         .executableTarget(
             name: "hearctl",
-            dependencies: ["HearControl", "HearDSP", "HearSystem", "CPipeWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["HearCLI", "HearControl", "HearDSP", "HearSystem", "CPipeWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             // Self-contained: the Swift runtime and Foundation linked in, so it runs without a toolchain
             // (compiled with the flag too, so that the static Foundation's modules name their libraries).
             swiftSettings: [.unsafeFlags(["-static-stdlib"])],
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),
         // Test helpers: signals and measurements.
-        .target(name: "TestSupport", dependencies: ["HearDSP", "HearControl"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["HearDSP", "HearControl", "HearCLI"], path: "Tests/TestSupport"),
         // A heap-allocation counter (malloc interposed), for the host and the plugin tests.
         .target(name: "CMallocCounter"),
         // Training features for the learned noise suppressor, computed by the suppressor itself (`make train`).
         .executableTarget(name: "hear-features", dependencies: ["HearDSP"]),
         // A real-time LADSPA host of the project's own: the control and fault tests run libhear.so in it.
         .executableTarget(name: "hear-host", dependencies: ["CLADSPA", "CMallocCounter", "HearSystem"]),
-        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "HearControl", "CHearModel", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "HearSystem", "CLADSPA", "CMallocCounter", "TestSupport"]),
+        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "HearControl", "HearCLI", "CHearModel", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "HearCLI", "HearSystem", "CLADSPA", "CMallocCounter", "TestSupport"]),
         .testTarget(name: "HearSystemTests", dependencies: ["HearSystem"]),
         .testTarget(name: "HearControlTests", dependencies: ["HearControl", "HearDSP", "TestSupport"]),
+        .testTarget(name: "HearCLITests", dependencies: ["HearCLI", "HearControl", "HearDSP", "TestSupport"]),
         // The conf.d drop-ins in a real PipeWire and PulseAudio that the tests start and stop themselves.
         .testTarget(name: "IntegrationTests", dependencies: ["HearDSP", "CLADSPA", "TestSupport"]),
     ],

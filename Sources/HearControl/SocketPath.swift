@@ -22,7 +22,7 @@ public enum SocketPath {
     /// sun_path holds 108 bytes including the terminating NUL.
     public static let maximumPathBytes = 107
 
-    static func trimmed(_ path: String) -> String {
+    public static func trimmed(_ path: String) -> String {
         var path = Substring(path)
         while path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }
         return String(path)

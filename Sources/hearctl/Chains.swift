@@ -1,7 +1,7 @@
 // Which chains exist, and the one a change goes to.
 //
 // A chain exists when a control socket reports an instance of it (running, or idle: the host
-// holds it but does not run it), or when a PipeWire drop-in configures it (HearControl/DropIns:
+// holds it but does not run it), or when a PipeWire drop-in configures it (HearCLI/DropIns:
 // a filter-chain node with label hear_mono/hear_stereo or plugin libhear.so; its "chain" control
 // is the number). A configured chain without an instance is suspended: PipeWire's filter-chain
 // drops the plugin while the node sleeps and makes a new instance when an app uses it. Changes
@@ -15,6 +15,7 @@
 
 import Foundation
 import Glibc
+import HearCLI
 import HearControl
 import HearDSP
 import HearSystem

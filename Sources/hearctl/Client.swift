@@ -12,6 +12,7 @@
 
 import Foundation
 import Glibc
+import HearCLI
 import HearControl
 import HearDSP
 import HearSystem

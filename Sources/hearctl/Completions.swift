@@ -5,6 +5,7 @@
 // `hearctl ---completion ...`, which ends in the closures here).
 
 import ArgumentParser
+import HearCLI
 import HearControl
 import HearDSP
 

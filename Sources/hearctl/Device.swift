@@ -12,6 +12,7 @@ import ArgumentParser
 import CPipeWire
 import Foundation
 import Glibc
+import HearCLI
 import HearControl
 import HearSystem
 
@@ -184,9 +185,9 @@ struct Devices {
 
     /// The default device's node.name ("default" metadata: {"name": "..."}).
     func defaultName(_ chain: DropInChain) -> String? {
-        guard let value = graph.defaults[chain.defaultKey],
-              let object = try? JSONSerialization.jsonObject(with: Data(value.utf8)) as? [String: Any] else { return nil }
-        return object["name"] as? String
+        struct Default: Decodable { let name: String }
+        guard let value = graph.defaults[chain.defaultKey] else { return nil }
+        return (try? JSONDecoder().decode(Default.self, from: Data(value.utf8)))?.name
     }
 
     /// The chain number the drop-in for `chain` configures: the user's file, else any configured
@@ -257,40 +258,57 @@ extension Hearctl {
                 abstract: "List PipeWire's microphones and speakers: the default, the one each chain is linked to, the one chosen.")
             @OptionGroup var output: JSONOption
 
+            struct Row: Encodable {
+                let kind: String
+                let id: Int
+                let name: String
+                let mediaClass: String
+                let `default`: Bool
+                let linked: Bool
+                let chosen: Bool
+                @Nullable var description: String?
+                /// The chain a device is linked to or chosen for.
+                let chain: Int?
+            }
+
+            struct Reply: Encodable {
+                struct Defaults: Encodable {
+                    @Nullable var mic: String?
+                    @Nullable var speaker: String?
+                }
+
+                let devices: [Row]
+                let defaults: Defaults
+            }
+
             func run() throws {
                 let devices = Devices()
                 guard devices.graph.running else {
                     throw CLIError("PipeWire is not running here (\(devices.graph.error ?? "no daemon")): no devices to list", code: ExitStatus.notRunning)
                 }
-                var rows: [[String: Any]] = []
+                var rows: [Row] = []
                 for kind in DropInChain.allCases {
                     let userDropIn = try? String(contentsOfFile: try Installation.userDropInDirectory() + "/" + kind.fileName, encoding: .utf8)
                     let number = Devices.number(kind, dropIn: userDropIn)
                     let chosen = userDropIn.flatMap { DeviceDropIn.target($0, chain: kind) }
                     let linked = devices.graphChain(number)?.device?.id
                     for node in devices.candidates(kind) {
-                        var row: [String: Any] = ["kind": kind.rawValue, "id": node.id, "name": node.name, "mediaClass": node.mediaClass,
-                                                  "default": node.name == devices.defaultName(kind),
-                                                  "linked": node.id == linked, "chosen": node.name == chosen]
-                        row["description"] = node.description ?? NSNull()
-                        if node.id == linked || node.name == chosen { row["chain"] = number }
-                        rows.append(row)
+                        rows.append(Row(kind: kind.rawValue, id: node.id, name: node.name, mediaClass: node.mediaClass,
+                                        default: node.name == devices.defaultName(kind), linked: node.id == linked, chosen: node.name == chosen,
+                                        description: node.description, chain: node.id == linked || node.name == chosen ? number : nil))
                     }
                 }
                 if output.json {
-                    Output.json(["devices": rows,
-                                 "defaults": ["mic": devices.defaultName(.mic).map { $0 as Any } ?? NSNull(), "speaker": devices.defaultName(.speaker).map { $0 as Any } ?? NSNull()]])
+                    Output.json(Reply(devices: rows, defaults: .init(mic: devices.defaultName(.mic), speaker: devices.defaultName(.speaker))))
                     return
                 }
                 var table = [["KIND", "ID", "NAME", "USE", "DESCRIPTION"]]
                 for row in rows {
-                    let kind = row["kind"] as? String ?? ""
                     var use: [String] = []
-                    if row["default"] as? Bool == true { use.append("default") }
-                    if row["linked"] as? Bool == true { use.append("\(kind) chain") }
-                    if row["chosen"] as? Bool == true { use.append("chosen") }
-                    table.append([kind, "\(row["id"] as? Int ?? 0)", row["name"] as? String ?? "", use.isEmpty ? "-" : use.joined(separator: ", "),
-                                  row["description"] as? String ?? "-"])
+                    if row.default { use.append("default") }
+                    if row.linked { use.append("\(row.kind) chain") }
+                    if row.chosen { use.append("chosen") }
+                    table.append([row.kind, "\(row.id)", row.name, use.isEmpty ? "-" : use.joined(separator: ", "), row.description ?? "-"])
                 }
                 print(Output.table(table))
             }
@@ -358,10 +376,19 @@ extension Hearctl {
                     }
                 }
                 if output.json {
-                    var object: [String: Any] = ["chain": number, "name": chain.rawValue, "dropIn": path, "applied": applied,
-                                                 "device": node?.name ?? NSNull(), "follows": following ? "default" : "device"]
-                    if let node { object["id"] = node.id; object["description"] = node.description ?? NSNull() }
-                    Output.json(object)
+                    struct Reply: Encodable {
+                        let chain: Int
+                        let name: String
+                        let dropIn: String
+                        let applied: Bool
+                        @Nullable var device: String?
+                        let follows: String
+                        /// Present when a device is chosen; its description null when it has none.
+                        let id: Int?
+                        let description: Nullable<String>?
+                    }
+                    Output.json(Reply(chain: number, name: chain.rawValue, dropIn: path, applied: applied, device: node?.name,
+                                      follows: following ? "default" : "device", id: node?.id, description: node.map { Nullable($0.description) }))
                     return
                 }
                 if let node {

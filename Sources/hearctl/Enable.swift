@@ -10,6 +10,7 @@
 
 import ArgumentParser
 import Foundation
+import HearCLI
 import HearControl
 
 enum DropInChain: String, ExpressibleByArgument, CaseIterable {
@@ -237,8 +238,13 @@ extension Hearctl {
 
         func report(path: String, changed: Bool, lines: [String], plugin: String? = nil) {
             guard output.json else { return lines.forEach { print($0) } }
-            Output.json(["chain": chain.rawValue, "dropIn": path, "changed": changed, "plugin": plugin as Any,
-                         "messages": lines])
+            struct Reply: Encodable {
+                let chain, dropIn: String
+                let changed: Bool
+                @Nullable var plugin: String?
+                let messages: [String]
+            }
+            Output.json(Reply(chain: chain.rawValue, dropIn: path, changed: changed, plugin: plugin, messages: lines))
         }
     }
 
@@ -288,8 +294,9 @@ extension Hearctl {
             }
             let kept = KeptFiles.lines()
             guard output.json else { return (lines + kept).forEach { print($0) } }
-            Output.json(["removed": present.map { directory + "/" + $0.fileName }, "notEnabled": absent.map(\.rawValue),
-                         "messages": lines, "kept": kept])
+            struct Reply: Encodable { let removed, notEnabled, messages, kept: [String] }
+            Output.json(Reply(removed: present.map { directory + "/" + $0.fileName }, notEnabled: absent.map(\.rawValue),
+                              messages: lines, kept: kept))
         }
     }
 }

@@ -1,10 +1,11 @@
-// hearctl fit: a hearing profile from an audiogram per ear. The prescription (HearControl/Fitting)
+// hearctl fit: a hearing profile from an audiogram per ear. The prescription (HearCLI/Fitting)
 // sets the six-band compressor's gains and ratios; what the filter then delivers is measured by
 // running tones through the DSP itself, in this process, with every setting the chain has. The
 // fit is sent to the chain (which saves it with its settings) and saved as a preset.
 
 import ArgumentParser
 import Foundation
+import HearCLI
 import HearControl
 import HearDSP
 
@@ -195,12 +196,9 @@ extension Hearctl {
             }
 
             if output.json {
-                Output.json([
-                    "rule": rule.rawValue, "maxGain": maxGain, "sampleRate": rate, "chain": chainNumber,
-                    "applied": applied, "preset": presetPath as Any, "svg": svg as Any,
-                    "warnings": warnings, "notices": notices,
-                    "ears": Dictionary(uniqueKeysWithValues: ears.map { ($0.name, Self.earObject($0)) }),
-                ])
+                Output.json(Reply(rule: rule.rawValue, maxGain: maxGain, sampleRate: rate, chain: chainNumber, applied: applied,
+                                  preset: presetPath, svg: svg, warnings: warnings, notices: notices,
+                                  ears: Dictionary(ears.map { ($0.name, Reply.Ear($0)) }, uniquingKeysWith: { $1 })))
                 return
             }
             for ear in ears {
@@ -276,18 +274,50 @@ extension Hearctl {
             return path
         }
 
-        static func earObject(_ ear: FittedEar) -> [String: Any] {
-            [
-                "audiogram": Audiogram.frequencies.indices.map { index -> [String: Any] in
-                    ["frequency": Audiogram.frequencies[index], "threshold": ear.thresholds[index],
-                     "prescribed": ear.prescribed[index], "target": ear.targets[index],
-                     "delivered": ear.delivered[index] as Any]
-                },
-                "bands": (0..<Fitting.bandCount).map { band -> [String: Any] in
-                    ["centre": Fitting.bandCentres[band], "gain": ear.fit.bandGainDB[band], "ratio": ear.fit.ratio[band],
-                     "capped": ear.fit.capped[band]]
-                },
-            ]
+        /// `fit --json`: the fit per ear, at the audiogram's frequencies and per band.
+        struct Reply: Encodable {
+            struct Ear: Encodable {
+                struct Point: Encodable {
+                    let frequency: Double
+                    let threshold: Double
+                    @Nullable var prescribed: Double?
+                    @Nullable var target: Double?
+                    /// Nil above the chain's Nyquist frequency.
+                    @Nullable var delivered: Double?
+                }
+
+                struct Band: Encodable {
+                    let centre: Double
+                    @Nullable var gain: Double?
+                    @Nullable var ratio: Double?
+                    let capped: Bool
+                }
+
+                let audiogram: [Point]
+                let bands: [Band]
+
+                init(_ ear: FittedEar) {
+                    audiogram = Audiogram.frequencies.indices.map { index in
+                        Point(frequency: Audiogram.frequencies[index], threshold: ear.thresholds[index], prescribed: ear.prescribed[index],
+                              target: ear.targets[index], delivered: ear.delivered[index])
+                    }
+                    bands = (0..<Fitting.bandCount).map { band in
+                        Band(centre: Fitting.bandCentres[band], gain: ear.fit.bandGainDB[band], ratio: ear.fit.ratio[band],
+                             capped: ear.fit.capped[band])
+                    }
+                }
+            }
+
+            let rule: String
+            let maxGain: Double
+            let sampleRate: Double
+            let chain: Int
+            let applied: Bool
+            @Nullable var preset: String?
+            @Nullable var svg: String?
+            let warnings: [String]
+            let notices: [String]
+            let ears: [String: Ear]
         }
     }
 }

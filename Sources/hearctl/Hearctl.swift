@@ -111,18 +111,33 @@ extension Hearctl {
                 return (number, state == "?" ? "suspended" : state, chains.configured[number]?.label ?? "-")
             }
             if output.json {
-                Output.json(["instances": statuses.map { Output.statusObject(pid: $0.pid, $0.status) }, "notices": notices,
-                             "chains": shown.map { number -> [String: Any] in
-                                 var entry: [String: Any] = ["chain": number, "name": ChainName.name(number),
-                                                             "state": chains.isRunning(number) ? "running" : (idle.first { $0.chain == number }?.state ?? "suspended"),
-                                                             "instances": statuses.filter { $0.status.chain == number }.count]
-                                 if let dropIn = chains.configured[number] { entry["dropIn"] = dropIn.path }
-                                 let node = graph.chains.first { $0.number == number }
-                                 entry["device"] = Devices.chosen(number, configured: chains.configured[number], graph: node) ?? NSNull()
-                                 entry["linkedDevice"] = node?.device?.name ?? NSNull()
-                                 return entry
-                             },
-                             "pipewire": graph.jsonObject])
+                struct Chain: Encodable {
+                    let chain: Int
+                    let name: String
+                    let state: String
+                    let instances: Int
+                    let dropIn: String?
+                    @Nullable var device: String?
+                    @Nullable var linkedDevice: String?
+                }
+                struct Reply: Encodable {
+                    let instances: [Output.Instance]
+                    let notices: [String]
+                    let chains: [Chain]
+                    let pipewire: PipeWireGraph.Summary
+                }
+                Output.json(Reply(
+                    instances: statuses.map { Output.Instance(pid: $0.pid, $0.status) }, notices: notices,
+                    chains: shown.map { number in
+                        let node = graph.chains.first { $0.number == number }
+                        return Chain(chain: number, name: ChainName.name(number),
+                                     state: chains.isRunning(number) ? "running" : (idle.first { $0.chain == number }?.state ?? "suspended"),
+                                     instances: statuses.filter { $0.status.chain == number }.count,
+                                     dropIn: chains.configured[number]?.path,
+                                     device: Devices.chosen(number, configured: chains.configured[number], graph: node),
+                                     linkedDevice: node?.device?.name)
+                    },
+                    pipewire: graph.jsonSummary))
                 return
             }
             print(Output.statusTable(statuses.map { ($0.pid, $0.status) }, idle: idle))
@@ -151,16 +166,33 @@ extension Hearctl {
             let known = try Chains(target)
             let chains = try known.reading(target.number).map { (chain: $0, state: known.state($0), values: try known.values($0, [])) }
             if output.json {
-                Output.json(["parameters": Parameter.allCases.map { parameter -> [String: Any] in
+                struct Value: Encodable {
+                    let chain: Int
+                    let name: String
+                    let state: String
+                    @Nullable var value: Double?
+                }
+                struct Entry: Encodable {
+                    let key: String
+                    let minimum: Double
+                    let maximum: Double
+                    let `default`: Double
+                    let unit: String
+                    let scale: String
+                    let help: String
+                    let values: [Value]
+                }
+                struct Reply: Encodable { let parameters: [Entry] }
+                Output.json(Reply(parameters: Parameter.allCases.map { parameter in
                     let spec = parameter.spec
-                    return ["key": spec.key, "minimum": Double(spec.minimum), "maximum": Double(spec.maximum),
-                            "default": ParameterValue.rounded(spec.defaultValue, for: parameter), "unit": spec.unit, "scale": "\(spec.scale)",
-                            "help": spec.help,
-                            "values": chains.map { chain in
-                                ["chain": chain.chain, "name": ChainName.name(chain.chain), "state": chain.state,
-                                 "value": Output.value(chain.values.first { $0.0 == parameter }?.1, for: parameter)] as [String: Any]
-                            }]
-                }])
+                    return Entry(key: spec.key, minimum: Double(spec.minimum), maximum: Double(spec.maximum),
+                                 default: ParameterValue.rounded(spec.defaultValue, for: parameter), unit: spec.unit, scale: "\(spec.scale)",
+                                 help: spec.help,
+                                 values: chains.map { chain in
+                                     Value(chain: chain.chain, name: ChainName.name(chain.chain), state: chain.state,
+                                           value: Output.value(chain.values.first { $0.0 == parameter }?.1, for: parameter))
+                                 })
+                }))
                 return
             }
             print(Output.parameterTable(chains.map { ($0.chain, $0.values) }))
@@ -183,10 +215,16 @@ extension Hearctl {
             let known = try Chains(target)
             let chains = try known.reading(target.number).map { (chain: $0, state: known.state($0), values: try known.values($0, keys)) }
             if output.json {
-                Output.json(["chains": chains.map { chain -> [String: Any] in
-                    ["chain": chain.chain, "name": ChainName.name(chain.chain), "state": chain.state,
-                     "values": Dictionary(uniqueKeysWithValues: chain.values.map { ($0.0.key, ParameterValue.rounded($0.1, for: $0.0)) })]
-                }])
+                struct Chain: Encodable {
+                    let chain: Int
+                    let name: String
+                    let state: String
+                    let values: [String: Nullable<Double>]
+                }
+                struct Reply: Encodable { let chains: [Chain] }
+                Output.json(Reply(chains: chains.map { chain in
+                    Chain(chain: chain.chain, name: ChainName.name(chain.chain), state: chain.state, values: Output.values(chain.values))
+                }))
                 return
             }
             for chain in chains {

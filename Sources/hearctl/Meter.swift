@@ -34,11 +34,9 @@ extension Hearctl {
                 var lines = statuses.flatMap { Self.bars(pid: $0.pid, $0.status) }
                 lines += idle.map { "chain \(Chains.describe($0)): idle (suspended: PipeWire starts it when an app uses it)" }
                 if output.json {
-                    let object: [String: Any] = [
-                        "instances": statuses.map { Output.statusObject(pid: $0.pid, $0.status) },
-                        "chains": shown.map { ["chain": $0, "name": ChainName.name($0), "state": chains.isRunning($0) ? "running" : "suspended"] as [String: Any] },
-                    ]
-                    if once { Output.json(object) } else { Self.jsonLine(object) }
+                    let reading = Reading(instances: statuses.map { Output.Instance(pid: $0.pid, $0.status) },
+                                          chains: shown.map { Reading.Chain(chain: $0, name: ChainName.name($0), state: chains.isRunning($0) ? "running" : "suspended") })
+                    if once { Output.json(reading) } else { Self.jsonLine(reading) }
                 } else if once {
                     print(lines.joined(separator: "\n"))
                 } else if Output.isTerminal {
@@ -57,9 +55,20 @@ extension Hearctl {
             }
         }
 
-        static func jsonLine(_ object: Any) {
-            let data = try! JSONSerialization.data(withJSONObject: Output.sanitize(object), options: [.sortedKeys])
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        /// One reading in `--json`: one line each while it runs.
+        struct Reading: Encodable {
+            struct Chain: Encodable {
+                let chain: Int
+                let name: String
+                let state: String
+            }
+
+            let instances: [Output.Instance]
+            let chains: [Chain]
+        }
+
+        static func jsonLine(_ reading: Reading) {
+            FileHandle.standardOutput.write(Output.encoded(reading, formatting: [.sortedKeys]) + Data("\n".utf8))
         }
 
         /// A bar from -60 dBFS to 0 dBFS (levels) or 0 to 24 dB (reductions).

@@ -1,6 +1,7 @@
-// Text tables for people and JSON for scripts. JSON numbers that have no value (a silent meter,
-// a meter this build lacks) are null. Parameter values are rounded to their precision
-// (ParameterValue.decimals); tables fit the terminal, or 80 columns when stdout is not one.
+// Text tables for people and JSON for scripts. JSON is encoded from Codable types, one per reply
+// shape, with sorted keys; numbers that have no value (a silent meter, a meter this build lacks)
+// are null (Nullable). Parameter values are rounded to their precision (ParameterValue.decimals);
+// tables fit the terminal, or 80 columns when stdout is not one.
 
 import Foundation
 import Glibc
@@ -8,33 +9,34 @@ import HearControl
 import HearDSP
 
 enum Output {
-    static func json(_ object: Any) {
-        let data = try! JSONSerialization.data(withJSONObject: sanitize(object), options: [.prettyPrinted, .sortedKeys])
-        print(String(decoding: data, as: UTF8.self))
+    /// Pretty-printed, keys sorted.
+    static func json<Value: Encodable>(_ value: Value) {
+        print(String(decoding: encoded(value, formatting: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
     }
 
-    /// Non-finite numbers become null (JSON has no -inf).
-    static func sanitize(_ object: Any) -> Any {
-        switch object {
-        case let value as Double: return value.isFinite ? value : NSNull()
-        case let value as Float: return value.isFinite ? Double(value) : NSNull()
-        case let value as [String: Any]: return value.mapValues(sanitize)
-        case let value as [Any]: return value.map(sanitize)
-        case Optional<Any>.none: return NSNull()
-        default: return object
-        }
+    static func encoded<Value: Encodable>(_ value: Value, formatting: JSONEncoder.OutputFormatting) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = formatting.union(.withoutEscapingSlashes)
+        // Every number that can be non-finite is Nullable; one that is not would be a bug here.
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        return try! encoder.encode(value)
     }
 
-    static func level(_ value: Float?) -> Any {
-        guard let value, value.isFinite else { return NSNull() }
+    static func level(_ value: Float?) -> Double? {
+        guard let value, value.isFinite else { return nil }
         // Rounded in decimal, so JSON shows -34.1, not -34.099998474121094.
-        return Double(String(format: "%.1f", Double(value))) ?? NSNull()
+        return Double(String(format: "%.1f", Double(value)))
     }
 
     /// A parameter value for JSON, rounded to its precision.
-    static func value(_ value: Float?, for parameter: Parameter) -> Any {
-        guard let value, value.isFinite else { return NSNull() }
+    static func value(_ value: Float?, for parameter: Parameter) -> Double? {
+        guard let value, value.isFinite else { return nil }
         return ParameterValue.rounded(value, for: parameter)
+    }
+
+    /// Values by parameter key, rounded to their precision.
+    static func values(_ values: [(Parameter, Float)]) -> [String: Nullable<Double>] {
+        Dictionary(values.map { ($0.0.key, Nullable(value($0.1, for: $0.0))) }, uniquingKeysWith: { $1 })
     }
 
     /// Columns to fit: the terminal's width, or 80 when stdout is not a terminal.
@@ -53,16 +55,21 @@ enum Output {
         line.count <= width ? line : String(line.prefix(max(0, width - 1))) + "…"
     }
 
+    struct ChangeReply: Encodable {
+        let chain: Int
+        let name: String
+        let state: String
+        let instances: Int
+        let values: [String: Nullable<Double>]
+        let saved: String?
+    }
+
     /// The reply to a change: the chain it changed and the values it has now.
     static func change(_ result: ChangeResult, json: Bool, summary: String? = nil) {
         for notice in result.notices { FileHandle.standardError.write(Data("hearctl: warning: \(notice)\n".utf8)) }
         if json {
-            var object: [String: Any] = [
-                "chain": result.chain, "name": ChainName.name(result.chain), "state": result.state, "instances": result.instances,
-                "values": Dictionary(uniqueKeysWithValues: result.values.map { ($0.0.key, value($0.1, for: $0.0)) }),
-            ]
-            if let saved = result.saved { object["saved"] = saved }
-            Output.json(object)
+            Output.json(ChangeReply(chain: result.chain, name: ChainName.name(result.chain), state: result.state,
+                                    instances: result.instances, values: values(result.values), saved: result.saved))
             return
         }
         let name = "chain \(Chains.describe(result.chain))"
@@ -74,21 +81,57 @@ enum Output {
         }
     }
 
-    static func statusObject(pid: Int32, _ status: InstanceStatus) -> [String: Any] {
-        [
-            "pid": Int(pid), "id": status.id, "chain": status.chain, "name": status.chainName, "label": status.label,
-            "rate": status.sampleRate, "channels": status.channels, "latency": status.latency,
-            "latencyMilliseconds": Double(status.latency) * 1000 / Double(max(status.sampleRate, 1)),
-            "uptime": status.uptime, "running": status.running, "bypass": status.bypassed, "faults": status.faults,
-            "meters": [
-                "input": ["peak": level(status.inputPeak), "rms": level(status.inputRMS)],
-                "output": ["peak": level(status.outputPeak), "rms": level(status.outputRMS)],
-                "compressorReduction": level(status.compressorReduction),
-                "limiterReduction": level(status.limiterReduction),
-                "noiseFloor": level(status.noiseFloor),
-                "speechProbability": level(status.speechProbability),
-            ] as [String: Any],
-        ]
+    /// One instance in `status --json` and `meter --json`.
+    struct Instance: Encodable {
+        struct Levels: Encodable {
+            @Nullable var peak: Double?
+            @Nullable var rms: Double?
+        }
+
+        struct Meters: Encodable {
+            let input: Levels
+            let output: Levels
+            @Nullable var compressorReduction: Double?
+            @Nullable var limiterReduction: Double?
+            @Nullable var noiseFloor: Double?
+            @Nullable var speechProbability: Double?
+        }
+
+        let pid: Int32
+        let id: Int
+        let chain: Int
+        let name: String
+        let label: String
+        let rate: Int
+        let channels: Int
+        let latency: Int
+        @Nullable var latencyMilliseconds: Double?
+        @Nullable var uptime: Double?
+        let running: Bool
+        let bypass: Bool
+        let faults: Int
+        let meters: Meters
+
+        init(pid: Int32, _ status: InstanceStatus) {
+            self.pid = pid
+            id = status.id
+            chain = status.chain
+            name = status.chainName
+            label = status.label
+            rate = status.sampleRate
+            channels = status.channels
+            latency = status.latency
+            latencyMilliseconds = Double(status.latency) * 1000 / Double(max(status.sampleRate, 1))
+            uptime = status.uptime
+            running = status.running
+            bypass = status.bypassed
+            faults = status.faults
+            meters = Meters(input: Levels(peak: Output.level(status.inputPeak), rms: Output.level(status.inputRMS)),
+                            output: Levels(peak: Output.level(status.outputPeak), rms: Output.level(status.outputRMS)),
+                            compressorReduction: Output.level(status.compressorReduction),
+                            limiterReduction: Output.level(status.limiterReduction),
+                            noiseFloor: Output.level(status.noiseFloor), speechProbability: Output.level(status.speechProbability))
+        }
     }
 
     static func decibels(_ value: Float) -> String {
@@ -167,5 +210,23 @@ enum Output {
             rows.append([spec.key] + values + [range, defaultText, spec.help])
         }
         return table(rows)
+    }
+}
+
+/// A JSON value written as null when it is absent or a number that is not finite (JSON has no
+/// -inf), where a plain optional would leave the key out.
+@propertyWrapper
+struct Nullable<Value: Encodable>: Encodable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) { self.wrappedValue = wrappedValue }
+    init(_ value: Value?) { wrappedValue = value }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        guard let value = wrappedValue else { return try container.encodeNil() }
+        if let number = value as? Double, !number.isFinite { return try container.encodeNil() }
+        if let number = value as? Float, !number.isFinite { return try container.encodeNil() }
+        try container.encode(value)
     }
 }

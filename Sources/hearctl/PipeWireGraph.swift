@@ -153,22 +153,40 @@ struct PipeWireGraph {
         return Output.table(rows)
     }
 
-    var jsonObject: [String: Any] {
-        var object: [String: Any] = ["running": running, "library": library]
-        if let server { object["version"] = server }
-        if let error, server == nil { object["error"] = error }
-        if let rate { object["rate"] = rate }
-        if let quantum { object["quantum"] = quantum }
-        object["chains"] = chains.map { chain -> [String: Any] in
-            var entry: [String: Any] = [
-                "chain": chain.number, "name": ChainName.name(chain.number), "node": chain.node.name, "nodeID": chain.node.id,
-                "mediaClass": chain.node.mediaClass, "state": chain.state, "controlNode": chain.controls.name,
-            ]
-            if let description = chain.node.description { entry["description"] = description }
-            if let rate = chain.rate { entry["rate"] = rate }
-            if let device = chain.device { entry[chain.direction] = device.name }
-            return entry
+    /// The graph in `status --json`.
+    struct Summary: Encodable {
+        struct Chain: Encodable {
+            let chain: Int
+            let name: String
+            let node: String
+            let nodeID: Int
+            let mediaClass: String
+            let state: String
+            let controlNode: String
+            let description: String?
+            let rate: Int?
+            /// The device a source chain records from, or a sink chain plays to.
+            let from: String?
+            let to: String?
         }
-        return object
+
+        let running: Bool
+        let library: String
+        let version: String?
+        let error: String?
+        let rate: Int?
+        let quantum: Int?
+        let chains: [Chain]
+    }
+
+    var jsonSummary: Summary {
+        Summary(running: running, library: library, version: server, error: server == nil ? error : nil, rate: rate, quantum: quantum,
+                chains: chains.map { chain in
+                    let device = chain.device?.name
+                    return Summary.Chain(chain: chain.number, name: ChainName.name(chain.number), node: chain.node.name, nodeID: chain.node.id,
+                                         mediaClass: chain.node.mediaClass, state: chain.state, controlNode: chain.controls.name,
+                                         description: chain.node.description, rate: chain.rate,
+                                         from: chain.direction == "from" ? device : nil, to: chain.direction == "to" ? device : nil)
+                })
     }
 }

@@ -1,9 +1,10 @@
-// hearctl preset: built-in presets (HearControl/Presets.swift) and the user's own in
+// hearctl preset: built-in presets (HearCLI/Preset.swift) and the user's own in
 // $XDG_CONFIG_HOME/hear/presets/NAME.conf (the settings text format). A user preset with a
 // built-in's name takes its place.
 
 import ArgumentParser
 import Foundation
+import HearCLI
 import HearControl
 import HearDSP
 
@@ -76,7 +77,9 @@ struct PresetCommand: ParsableCommand {
             for preset in Preset.builtIn where !user.contains(preset.name) { entries.append((preset.name, "built-in", preset.summary)) }
             entries.sort { $0.name < $1.name }
             if output.json {
-                Output.json(["presets": entries.map { ["name": $0.name, "source": $0.source, "summary": $0.summary] }])
+                struct Entry: Encodable { let name, source, summary: String }
+                struct Reply: Encodable { let presets: [Entry] }
+                Output.json(Reply(presets: entries.map { Entry(name: $0.name, source: $0.source, summary: $0.summary) }))
                 return
             }
             print(Output.table([["NAME", "SOURCE", "DESCRIPTION"]] + entries.map { [$0.name, $0.source, $0.summary] }))
@@ -91,8 +94,11 @@ struct PresetCommand: ParsableCommand {
         func run() throws {
             let (settings, source) = try PresetStore.find(name)
             if output.json {
-                Output.json(["name": name, "source": source,
-                             "values": Dictionary(uniqueKeysWithValues: settings.assignments.map { ($0.parameter.key, ParameterValue.rounded($0.value, for: $0.parameter)) })])
+                struct Reply: Encodable {
+                    let name, source: String
+                    let values: [String: Nullable<Double>]
+                }
+                Output.json(Reply(name: name, source: source, values: Output.values(settings.assignments.map { ($0.parameter, $0.value) })))
                 return
             }
             print(settings.text(comment: "preset \(name) (\(source)); parameters not listed load at their defaults"), terminator: "")
@@ -116,7 +122,12 @@ struct PresetCommand: ParsableCommand {
             }
             let path = try PresetStore.save(name, values: try chains.values(chain, []), chain: chain)
             if output.json {
-                Output.json(["preset": name, "path": path, "chain": chain, "name": ChainName.name(chain), "state": chains.state(chain)])
+                struct Reply: Encodable {
+                    let preset, path: String
+                    let chain: Int
+                    let name, state: String
+                }
+                Output.json(Reply(preset: name, path: path, chain: chain, name: ChainName.name(chain), state: chains.state(chain)))
             } else {
                 print("saved chain \(Chains.describe(chain)) as preset \(name): \(path)")
             }
@@ -157,7 +168,8 @@ struct PresetCommand: ParsableCommand {
                 throw CLIError("no user preset named '\(name)'")
             }
             try FileManager.default.removeItem(atPath: path)
-            if output.json { Output.json(["preset": name, "deleted": path]) } else { print("deleted preset \(name): \(path)") }
+            struct Reply: Encodable { let preset, deleted: String }
+            if output.json { Output.json(Reply(preset: name, deleted: path)) } else { print("deleted preset \(name): \(path)") }
         }
     }
 }

@@ -4,6 +4,7 @@
 // chain; this file only decides.
 
 import Foundation
+import HearCLI
 import HearControl
 import HearDSP
 

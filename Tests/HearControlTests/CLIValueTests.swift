@@ -1,6 +1,6 @@
 // What hearctl shows and accepts (issue 15 items 7 and 9): values rounded to their parameter's
-// precision, units on input checked against the schema unit, reset to configured values, and
-// the chains a PipeWire drop-in configures.
+// precision, units on input checked against the schema unit, and reset to configured values
+// (the drop-ins that configure them: HearCLITests/DropInTests).
 
 import Foundation
 import HearControl
@@ -80,55 +80,5 @@ import Testing
         else { Issue.record("reset gain=99 accepted") }
         if case .failure(let error) = Request.parse(Array("get gain=1".utf8)) { #expect(error.code == .unknownParameter) }
         else { Issue.record("get gain=1 accepted") }
-    }
-}
-
-@Suite struct DropInTests {
-    static var root: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-    }
-
-    @Test func theRepositorysDropInsNameTheirChainsAndValues() throws {
-        let microphone = try String(contentsOfFile: Self.root + "/conf.d/pipewire/hear-microphone.conf", encoding: .utf8)
-        let chains = DropIns.chains(in: microphone, path: "hear-microphone.conf")
-        #expect(chains.count == 1)
-        let mic = try #require(chains.first)
-        #expect(mic.chain == 1 && mic.label == "hear_mono" && mic.description == "Hear: enhanced microphone")
-        #expect(mic.settings[.eqHighPassFrequency] == 100 && mic.settings[.compRatio] == 3 && mic.settings[.nsReduction] == 18)
-        #expect(mic.settings[.gain] == nil)
-        #expect(mic.configured(.gain) == 0 && mic.configured(.compThreshold) == -28)
-
-        let speaker = try String(contentsOfFile: Self.root + "/conf.d/pipewire/hear-speaker.conf", encoding: .utf8)
-        let second = try #require(DropIns.chains(in: speaker, path: "hear-speaker.conf").first)
-        #expect(second.chain == 2 && second.label == "hear_stereo" && second.settings[.compRatio] == 2.5)
-    }
-
-    @Test func spaJSONFormsAndOtherPluginsAreHandled() {
-        let text = """
-            # a comment { not a brace
-            context.modules = [
-              { name = libpipewire-module-filter-chain, args = { "node.description": "two"
-                  filter.graph = { nodes = [
-                    { type = ladspa, name = eq, plugin = /usr/lib/ladspa/caps.so, label = Eq10, control = { "chain" = 5 } }
-                    { type: ladspa name: h plugin: "/opt/x/libhear.so" label: custom
-                      control: { "chain": 7.0, "gain": 30, "comp.ratio": 2, "nonsense": 1, "eq.enable": false } }
-                  ] } } }
-            ]
-            """
-        let chains = DropIns.chains(in: text, path: "x.conf")
-        #expect(chains.count == 1)
-        #expect(chains.first?.chain == 7 && chains.first?.description == "two")
-        #expect(chains.first?.settings[.gain] == 24)  // clamped into the schema range, as the plugin does
-        #expect(chains.first?.settings[.compRatio] == 2 && chains.first?.settings[.eqEnable] == 0)
-        #expect(DropIns.chains(in: "context.modules = [ { broken", path: "y.conf").isEmpty)
-        let noChain = DropIns.chains(in: "n = [ { type = ladspa label = hear_mono plugin = a } ]", path: "z.conf")
-        #expect(noChain.first?.chain == 0)
-    }
-
-    @Test func dropInsAreReadWherePipeWireReadsThem() {
-        let user = DropIns.directories { ["XDG_CONFIG_HOME": "/c/", "HOME": "/h"][$0] }
-        #expect(user == ["/usr/share/pipewire/pipewire.conf.d", "/etc/pipewire/pipewire.conf.d", "/c/pipewire/pipewire.conf.d"])
-        let home = DropIns.directories { ["HOME": "/h"][$0] }
-        #expect(home.last == "/h/.config/pipewire/pipewire.conf.d")
     }
 }

@@ -186,21 +186,6 @@ import TestSupport
         guard case .failure(let error) = Settings.parse("# ok\ngain = 1\n\(line)\n") else { Issue.record("accepted \(line)"); return }
         #expect(error.message.hasPrefix("line 3: "), "\(error.message)")
     }
-
-    @Test func builtInPresetsAreValidAndNamed() {
-        let names = Preset.builtIn.map(\.name)
-        for required in ["voice-call", "noisy-room", "podcast", "gentle"] { #expect(names.contains(required)) }
-        #expect(Set(names).count == names.count)
-        for preset in Preset.builtIn {
-            #expect(Preset.isValidName(preset.name))
-            // Through the text format and back: every value is in range and survives.
-            #expect(Settings.parse(preset.settings.text(comment: preset.name)) == .success(preset.settings), "\(preset.name)")
-            #expect(preset.complete.count == Parameter.count - 1)
-            #expect(!preset.complete.contains { $0.parameter == .bypass })
-        }
-        #expect(!Preset.isValidName("../etc/passwd"))
-        #expect(!Preset.isValidName(".hidden"))
-    }
 }
 
 @Suite struct PathTests {

@@ -1,4 +1,5 @@
 import Foundation
+import HearCLI
 import HearControl
 import HearDSP
 import Testing

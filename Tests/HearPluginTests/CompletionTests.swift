@@ -6,6 +6,7 @@
 // has a default mentions it again.
 
 import Foundation
+import HearCLI
 import HearControl
 import HearDSP
 import Testing

@@ -4,6 +4,7 @@
 
 import Foundation
 import Glibc
+import HearCLI
 import HearControl
 import HearDSP
 import Testing

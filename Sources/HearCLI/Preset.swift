@@ -1,6 +1,7 @@
 // Built-in presets. A preset is a whole setting: loading one puts every parameter it does not
 // name back to its default, so the result never depends on what was set before.
 
+import HearControl
 import HearDSP
 
 public struct Preset: Sendable {

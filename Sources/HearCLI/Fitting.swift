@@ -17,6 +17,7 @@
 // that the summed response at each band centre is the target.
 
 import Glibc
+import HearControl
 import HearDSP
 
 /// Hearing thresholds in dB HL at some audiogram frequencies; the rest are interpolated.

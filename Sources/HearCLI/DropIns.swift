@@ -1,0 +1,179 @@
+// The hear chains a PipeWire drop-in configures. hearctl reads them to know the chains that
+// exist while PipeWire has them suspended (filter-chain drops the plugin instance of an idle
+// node, so no control socket knows them) and the values `hearctl reset` returns to.
+//
+// A chain is a filter-chain node of `type = ladspa` whose `label` is hear_mono or hear_stereo or
+// whose `plugin` is a libhear.so; its `control = { ... }` gives the configured values, and its
+// `"chain"` control (default 0) the chain number. The drop-ins are PipeWire's SPA-JSON, read with
+// libspa's own tokenizer (modules/CSPAJSON), so a file means to hearctl what it means to PipeWire:
+// objects `{ key = value ... }` (`=`, `:` and `,` optional), arrays `[ ... ]`, quoted or bare
+// strings, `#` comments. A control value is read as filter-chain reads it (spa_json_parse_float)
+// and held in the schema's range as the plugin holds its port (ParameterBounds.clamp): a drop-in's
+// `gain = 1e39` is the +24 dB the plugin runs. Files are read from where PipeWire reads them
+// (DropIns.directories).
+
+import CSPAJSON
+import HearControl
+import HearDSP
+
+/// One configured hear chain.
+public struct ConfiguredChain: Equatable, Sendable {
+    public var chain: Int
+    public var label: String
+    /// The node description apps show ("Hear: enhanced microphone"), if the drop-in gives one.
+    public var description: String?
+    /// The `control = { ... }` values that are schema parameters, in schema order.
+    public var settings: Settings
+    /// The file it came from.
+    public var path: String
+
+    public init(chain: Int, label: String, description: String?, settings: Settings, path: String) {
+        self.chain = chain
+        self.label = label
+        self.description = description
+        self.settings = settings
+        self.path = path
+    }
+
+    /// What a parameter starts at when no saved value overrides it: the drop-in's value, else the schema default.
+    public func configured(_ parameter: Parameter) -> Float { settings[parameter] ?? parameter.spec.defaultValue }
+}
+
+public enum DropIns {
+    /// Where PipeWire reads drop-ins, lowest precedence first: /usr/share/pipewire/pipewire.conf.d,
+    /// /etc/pipewire/pipewire.conf.d, then $XDG_CONFIG_HOME/pipewire/pipewire.conf.d (else
+    /// ~/.config/pipewire/pipewire.conf.d). PIPEWIRE_CONFIG_DIR replaces the last two, as in PipeWire.
+    public static func directories(environment: (String) -> String?) -> [String] {
+        if let explicit = environment("PIPEWIRE_CONFIG_DIR"), explicit.hasPrefix("/") {
+            return ["/usr/share/pipewire/pipewire.conf.d", SocketPath.trimmed(explicit) + "/pipewire.conf.d"]
+        }
+        var result = ["/usr/share/pipewire/pipewire.conf.d", "/etc/pipewire/pipewire.conf.d"]
+        if let config = environment("XDG_CONFIG_HOME"), config.hasPrefix("/") {
+            result.append(SocketPath.trimmed(config) + "/pipewire/pipewire.conf.d")
+        } else if let home = environment("HOME"), home.hasPrefix("/") {
+            result.append(SocketPath.trimmed(home) + "/.config/pipewire/pipewire.conf.d")
+        }
+        return result
+    }
+
+    /// The hear chains one drop-in configures (none if it does not parse).
+    public static func chains(in text: String, path: String) -> [ConfiguredChain] {
+        guard let root = SPAValue.document(text) else { return [] }
+        var result: [ConfiguredChain] = []
+        collect(root, description: nil, path: path, into: &result)
+        return result
+    }
+
+    /// Walks the tree; `description` is the nearest enclosing node.description.
+    static func collect(_ value: SPAValue, description: String?, path: String, into result: inout [ConfiguredChain]) {
+        switch value {
+        case .array(let items):
+            for item in items { collect(item, description: description, path: path, into: &result) }
+        case .object(let members):
+            let here = members.first { $0.key == "node.description" }?.value.string ?? description
+            let label = members.first { $0.key == "label" }?.value.string ?? ""
+            let plugin = members.first { $0.key == "plugin" }?.value.string ?? ""
+            let type = members.first { $0.key == "type" }?.value.string
+            if type == "ladspa", label == "hear_mono" || label == "hear_stereo" || plugin.hasSuffix("libhear.so") {
+                var settings = Settings()
+                let bounds = ParameterBounds()
+                var chain = 0
+                if case .object(let controls)? = members.first(where: { $0.key == "control" })?.value {
+                    for (key, value) in controls {
+                        guard let number = value.number else { continue }
+                        if key == "chain" { chain = ChainName.number(port: number); continue }
+                        if let parameter = Parameter(key: key) { settings[parameter] = bounds.clamp(number, parameter) }
+                    }
+                }
+                result.append(ConfiguredChain(chain: chain, label: label, description: here, settings: settings, path: path))
+                return
+            }
+            for (_, member) in members { collect(member, description: here, path: path, into: &result) }
+        case .scalar:
+            return
+        }
+    }
+}
+
+/// A parsed SPA-JSON value: a token keeps its text and, when it is one, its number.
+enum SPAValue {
+    case scalar(text: String, number: Float?)
+    case array([SPAValue])
+    case object([(key: String, value: SPAValue)])
+
+    var string: String? { if case .scalar(let text, _) = self { return text }; return nil }
+    var number: Float? { if case .scalar(_, let number) = self { return number }; return nil }
+
+    /// A whole file as PipeWire reads its configs: the members of one object without braces, or
+    /// one object in braces. Nil when the text is not SPA-JSON.
+    static func document(_ text: String) -> SPAValue? {
+        // NUL-terminated for spa_json_parse_float (modules/CSPAJSON/shim.h).
+        var bytes = Array(text.utf8CString)
+        let size = bytes.count - 1
+        return bytes.withUnsafeMutableBufferPointer { buffer -> SPAValue? in
+            guard let base = buffer.baseAddress else { return nil }
+            var root = spa_json()
+            return withUnsafeMutablePointer(to: &root) { iter -> SPAValue? in
+                hear_json_init(iter, base, size)
+                var probe = iter.pointee
+                var token: UnsafePointer<CChar>?
+                let length = hear_json_next(&probe, &token)
+                if length > 0, let opening = token, hear_json_is_object(opening, length) {
+                    // One object in braces, and nothing after it.
+                    _ = hear_json_next(iter, &token)
+                    guard let object = container(iter, token: opening, length: length) else { return nil }
+                    return hear_json_next(iter, &token) == 0 ? object : nil
+                }
+                return members(iter, topLevel: true).map(SPAValue.object)
+            }
+        }
+    }
+
+    /// The members of an object up to its closing brace (or the end of the text at the top level).
+    static func members(_ iter: UnsafeMutablePointer<spa_json>, topLevel: Bool = false) -> [(key: String, value: SPAValue)]? {
+        var result: [(key: String, value: SPAValue)] = []
+        while true {
+            var token: UnsafePointer<CChar>?
+            let length = hear_json_next(iter, &token)
+            if length == 0 { return topLevel || hear_json_closed(iter) ? result : nil }
+            guard length > 0, let token, !hear_json_is_object(token, length), !hear_json_is_array(token, length),
+                  let key = text(token, length) else { return nil }
+            var valueToken: UnsafePointer<CChar>?
+            let valueLength = hear_json_next(iter, &valueToken)
+            guard valueLength > 0, let valueToken, let value = value(iter, token: valueToken, length: valueLength) else { return nil }
+            result.append((key, value))
+        }
+    }
+
+    /// The value a token starts: a container is read to its end.
+    static func value(_ iter: UnsafeMutablePointer<spa_json>, token: UnsafePointer<CChar>, length: Int32) -> SPAValue? {
+        if hear_json_is_object(token, length) || hear_json_is_array(token, length) { return container(iter, token: token, length: length) }
+        guard let decoded = text(token, length) else { return nil }
+        var number: Float = 0
+        return .scalar(text: decoded, number: hear_json_number(token, length, &number) ? number : nil)
+    }
+
+    static func container(_ iter: UnsafeMutablePointer<spa_json>, token: UnsafePointer<CChar>, length: Int32) -> SPAValue? {
+        let isObject = hear_json_is_object(token, length)
+        var sub = spa_json()
+        return withUnsafeMutablePointer(to: &sub) { sub -> SPAValue? in
+            hear_json_enter(iter, sub)
+            if isObject { return members(sub).map(SPAValue.object) }
+            var items: [SPAValue] = []
+            while true {
+                var item: UnsafePointer<CChar>?
+                let itemLength = hear_json_next(sub, &item)
+                if itemLength == 0 { return hear_json_closed(sub) ? .array(items) : nil }
+                guard itemLength > 0, let item, let value = value(sub, token: item, length: itemLength) else { return nil }
+                items.append(value)
+            }
+        }
+    }
+
+    static func text(_ token: UnsafePointer<CChar>, _ length: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(length) + 1)
+        let count = hear_json_text(token, length, &buffer)
+        guard count >= 0 else { return nil }
+        return String(decoding: buffer[..<Int(count)].lazy.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,99 @@
+// The chains a PipeWire drop-in configures, read with libspa's SPA-JSON tokenizer (HearCLI/DropIns.swift).
+
+import Foundation
+import HearCLI
+import HearControl
+import HearDSP
+import Testing
+
+@Suite struct DropInTests {
+    static var root: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    }
+
+    @Test func theRepositorysDropInsNameTheirChainsAndValues() throws {
+        let microphone = try String(contentsOfFile: Self.root + "/conf.d/pipewire/hear-microphone.conf", encoding: .utf8)
+        let chains = DropIns.chains(in: microphone, path: "hear-microphone.conf")
+        #expect(chains.count == 1)
+        let mic = try #require(chains.first)
+        #expect(mic.chain == 1 && mic.label == "hear_mono" && mic.description == "Hear: enhanced microphone")
+        #expect(mic.settings[.eqHighPassFrequency] == 100 && mic.settings[.compRatio] == 3 && mic.settings[.nsReduction] == 18)
+        #expect(mic.settings[.gain] == nil)
+        #expect(mic.configured(.gain) == 0 && mic.configured(.compThreshold) == -28)
+
+        let speaker = try String(contentsOfFile: Self.root + "/conf.d/pipewire/hear-speaker.conf", encoding: .utf8)
+        let second = try #require(DropIns.chains(in: speaker, path: "hear-speaker.conf").first)
+        #expect(second.chain == 2 && second.label == "hear_stereo" && second.settings[.compRatio] == 2.5)
+    }
+
+    @Test func spaJSONFormsAndOtherPluginsAreHandled() {
+        let text = """
+            # a comment { not a brace
+            context.modules = [
+              { name = libpipewire-module-filter-chain, args = { "node.description": "two"
+                  filter.graph = { nodes = [
+                    { type = ladspa, name = eq, plugin = /usr/lib/ladspa/caps.so, label = Eq10, control = { "chain" = 5 } }
+                    { type: ladspa name: h plugin: "/opt/x/libhear.so" label: custom
+                      control: { "chain": 7.0, "gain": 30, "comp.ratio": 2, "nonsense": 1, "eq.enable": false } }
+                  ] } } }
+            ]
+            """
+        let chains = DropIns.chains(in: text, path: "x.conf")
+        #expect(chains.count == 1)
+        #expect(chains.first?.chain == 7 && chains.first?.description == "two")
+        #expect(chains.first?.settings[.gain] == 24)  // clamped into the schema range, as the plugin does
+        #expect(chains.first?.settings[.compRatio] == 2 && chains.first?.settings[.eqEnable] == 0)
+        #expect(DropIns.chains(in: "context.modules = [ { broken", path: "y.conf").isEmpty)
+        let noChain = DropIns.chains(in: "n = [ { type = ladspa label = hear_mono plugin = a } ]", path: "z.conf")
+        #expect(noChain.first?.chain == 0)
+    }
+
+    @Test func nestingCommentsAndBareKeysReadAsPipeWireReadsThem() throws {
+        // A whole file in braces; bare keys with dots, `=`, `:` and nothing between key and value;
+        // a `#` inside a quoted string is text, one outside starts a comment (with brackets in it);
+        // escapes in quoted strings; a quoted number is text to filter-chain, so it sets nothing.
+        let text = #"""
+            { context.modules = [ # the filter-chains { [ ignored
+                { name = libpipewire-module-filter-chain
+                  args = { node.description = "Hear \"one\" # not a comment"
+                    filter.graph = { nodes = [ { type=ladspa name=h label=hear_stereo plugin=libhear
+                        control = { chain=3 gain:-6 # the level ]
+                                    "comp.ratio" "4" eq.enable = 0 } } ] }
+                    playback.props = { node.description = "other" } } }
+                { name = libpipewire-module-filter-chain
+                  args = { filter.graph = { nodes = [
+                    { type = ladspa label = hear_mono plugin = libhear control = { chain = 4 } } ] } } }
+            ] }
+            """#
+        let chains = DropIns.chains(in: text, path: "n.conf")
+        #expect(chains.map(\.chain) == [3, 4])
+        let first = try #require(chains.first)
+        #expect(first.label == "hear_stereo" && first.description == #"Hear "one" # not a comment"#)
+        #expect(first.settings[.gain] == -6 && first.settings[.eqEnable] == 0)
+        #expect(first.settings[.compRatio] == nil)
+        #expect(chains.last?.description == nil && chains.last?.label == "hear_mono")
+        // What libspa's tokenizer refuses makes the file unreadable: a control character inside a
+        // string, a string never closed. A file in braces is one object: nothing may follow it.
+        #expect(DropIns.chains(in: "a = [ { type = ladspa label = hear_mono control = { chain = 1 } } ]", path: "ok.conf").count == 1)
+        #expect(DropIns.chains(in: "a = [ { type = ladspa label = \"hear\tmono\" control = { chain = 1 } } ]", path: "t.conf").isEmpty)
+        #expect(DropIns.chains(in: "a = [ { type = ladspa label = \"hear_mono control = { chain = 1 } } ]", path: "q.conf").isEmpty)
+        #expect(DropIns.chains(in: "{ a = [ { type = ladspa label = hear_mono } ] } b = 1", path: "b.conf").isEmpty)
+    }
+
+    @Test func outOfRangeValuesAreHeldWhereThePluginHoldsThem() throws {
+        // filter-chain reads 1e39 as +inf and the plugin holds its port in range: +24 dB runs, so
+        // that is the value `reset` returns to. A switch snaps as the plugin snaps it.
+        let text = "m = [ { type = ladspa label = hear_mono control = { gain = 1e39 comp.makeup = -1e39 eq.enable = 0.7 comp.enable = 0.2 } } ]"
+        let chain = try #require(DropIns.chains(in: text, path: "r.conf").first)
+        #expect(chain.settings[.gain] == 24 && chain.configured(.gain) == 24)
+        #expect(chain.settings[.compMakeup] == Parameter.compMakeup.spec.minimum)
+        #expect(chain.settings[.eqEnable] == 1 && chain.settings[.compEnable] == 0)
+    }
+
+    @Test func dropInsAreReadWherePipeWireReadsThem() {
+        let user = DropIns.directories { ["XDG_CONFIG_HOME": "/c/", "HOME": "/h"][$0] }
+        #expect(user == ["/usr/share/pipewire/pipewire.conf.d", "/etc/pipewire/pipewire.conf.d", "/c/pipewire/pipewire.conf.d"])
+        let home = DropIns.directories { ["HOME": "/h"][$0] }
+        #expect(home.last == "/h/.config/pipewire/pipewire.conf.d")
+    }
+}

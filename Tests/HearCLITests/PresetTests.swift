@@ -1,0 +1,23 @@
+// The built-in presets (HearCLI/Preset.swift): named, valid, and whole settings.
+
+import HearCLI
+import HearControl
+import HearDSP
+import Testing
+
+@Suite struct PresetTests {
+    @Test func builtInPresetsAreValidAndNamed() {
+        let names = Preset.builtIn.map(\.name)
+        for required in ["voice-call", "noisy-room", "podcast", "gentle"] { #expect(names.contains(required)) }
+        #expect(Set(names).count == names.count)
+        for preset in Preset.builtIn {
+            #expect(Preset.isValidName(preset.name))
+            // Through the text format and back: every value is in range and survives.
+            #expect(Settings.parse(preset.settings.text(comment: preset.name)) == .success(preset.settings), "\(preset.name)")
+            #expect(preset.complete.count == Parameter.count - 1)
+            #expect(!preset.complete.contains { $0.parameter == .bypass })
+        }
+        #expect(!Preset.isValidName("../etc/passwd"))
+        #expect(!Preset.isValidName(".hidden"))
+    }
+}
