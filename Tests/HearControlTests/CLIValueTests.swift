@@ -1,4 +1,4 @@
-// What hearctl shows and accepts (issue 15 items 7 and 9): values rounded to their parameter's
+// What hearctl shows and accepts: values rounded to their parameter's
 // precision, units on input checked against the schema unit, reset to configured values, and
 // the chains a PipeWire drop-in configures.
 
