@@ -282,7 +282,7 @@ import TestSupport
         #expect(wrong.status == 2 && wrong.stderr.contains("'1kHz' is a frequency"), "\(wrong.stderr)")
         #expect(try sandbox.value("eq.peak1.freq", chain: 1) == 1000)  // nothing changed
 
-        let meter = try Command.run(Built.hearctl, ["meter", "--interval", "0.1"], environment: sandbox.environment, timeout: 1.5)
+        let meter = try Command.output(of: Built.hearctl, ["meter", "--interval", "0.1"], environment: sandbox.environment, after: 1.5)
         #expect(!meter.stdout.contains("\u{1B}"), "escape codes into a pipe")
         #expect(meter.stdout.components(separatedBy: "comp GR").count >= 3, "\(meter.stdout)")
         _ = try host.stop()

@@ -35,14 +35,30 @@ public enum Command {
     public static func run(_ tool: String, _ arguments: [String],
                            environment: [String: String] = ProcessInfo.processInfo.environment,
                            timeout: Double = 30, mergingOutput: Bool = false) throws -> CommandResult {
+        try run(tool, arguments, environment: environment, seconds: timeout, mergingOutput: mergingOutput, timeoutIsAnError: true)
+    }
+
+    /// Runs a command that does not end by itself (`hearctl meter`) for `seconds`, then kills it:
+    /// what it wrote by then, and its status (128 + SIGKILL if it was still running).
+    public static func output(of tool: String, _ arguments: [String],
+                              environment: [String: String] = ProcessInfo.processInfo.environment,
+                              after seconds: Double, mergingOutput: Bool = false) throws -> CommandResult {
+        try run(tool, arguments, environment: environment, seconds: seconds, mergingOutput: mergingOutput, timeoutIsAnError: false)
+    }
+
+    static func run(_ tool: String, _ arguments: [String], environment: [String: String], seconds timeout: Double,
+                    mergingOutput: Bool, timeoutIsAnError: Bool) throws -> CommandResult {
         let path = try which(tool)
         let out = try anonymousFile()
         defer { close(out) }
         let err = try mergingOutput ? out : anonymousFile()
         defer { if err != out { close(err) } }
         let child = try ChildProcess(path: path, arguments, environment: environment, stdout: out, stderr: err)
-        guard child.wait(timeout: timeout) else {
+        if !child.wait(timeout: timeout) {
             child.stop(signal: SIGKILL)
+            guard timeoutIsAnError else {
+                return CommandResult(status: child.status ?? -1, stdout: contents(of: out), stderr: err == out ? "" : contents(of: err))
+            }
             throw ProcessFailure("\(child.command) did not finish within \(timeout) s; it wrote: \(contents(of: out))\(err == out ? "" : contents(of: err))")
         }
         return CommandResult(status: child.status ?? -1, stdout: contents(of: out), stderr: err == out ? "" : contents(of: err))
