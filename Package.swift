@@ -56,7 +56,7 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-static-stdlib"])],
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),
-        // Test helpers: signals and measurements.
+        // Test helpers: signals and measurements, the one seeded random generator, the one process runner.
         .target(name: "TestSupport", dependencies: ["HearDSP", "HearControl", "HearCLI"], path: "Tests/TestSupport"),
         // A heap-allocation counter (malloc interposed), for the host and the plugin tests.
         .target(name: "CMallocCounter"),

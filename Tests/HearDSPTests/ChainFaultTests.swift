@@ -1,4 +1,4 @@
-// A non-finite sample produced inside the chain (issue #14, item 2), not at its input: the
+// A non-finite sample produced inside the chain, not at its input: the
 // output stage silences it, every stage restarts, the chain counts it, and audio resumes.
 
 @testable import HearDSP

@@ -1,4 +1,4 @@
-// The chain's gain cap (mb.maxgain) against the equalizer's boosts (issue #14, item 3).
+// The chain's gain cap (mb.maxgain) against the equalizer's boosts.
 
 @testable import HearDSP
 import Testing

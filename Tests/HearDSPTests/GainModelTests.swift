@@ -6,6 +6,7 @@ import CHearModel
 import Foundation
 import HearDSP
 import Testing
+import TestSupport
 
 @Suite struct GainModelTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -19,14 +20,7 @@ import Testing
         #expect(file == Self.compiledBlob, "the library embeds another hear-model.bin than the repository's")
         let recorded = try String(contentsOf: Self.blobURL.appendingPathExtension("sha256"), encoding: .utf8)
             .split(separator: " ").first.map(String.init)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        process.arguments = [Self.blobURL.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let output = try Command.run("/usr/bin/sha256sum", [Self.blobURL.path]).stdout
         let actual = output.split(separator: " ").first.map(String.init)
         #expect(actual != nil && actual == recorded, "sha256 \(actual ?? "?") against hear-model.bin.sha256 \(recorded ?? "?")")
         let available = GainModel().isAvailable

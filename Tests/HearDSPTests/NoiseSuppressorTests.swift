@@ -4,16 +4,18 @@
 // is measured exactly rather than guessed from the mixture.
 
 import Testing
+import TestSupport
 @testable import HearDSP
 
-/// Deterministic noise (LCG), white and pink (Kellet's filter), and the speech-like source.
+/// Deterministic noise from the tests' seeded generator (TestSupport), white and pink (Kellet's
+/// filter), and the speech-like source.
 struct SignalMaker {
-    var seed: UInt32
+    var random: SeededRandom
 
-    mutating func uniform() -> Float {
-        seed = seed &* 1_664_525 &+ 1_013_904_223
-        return Float(seed >> 8) / Float(1 << 24) * 2 - 1
-    }
+    init(seed: UInt64) { random = SeededRandom(seed: seed) }
+
+    /// Uniform in [-1, 1).
+    mutating func uniform() -> Float { random.bipolar() }
 
     mutating func white(_ count: Int) -> [Float] { (0..<count).map { _ in uniform() } }
 
@@ -447,7 +449,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
     @Test(arguments: [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096])
     func matchesTheDefinition(size: Int) {
         let fft = RealFFT(size: size)
-        var maker = SignalMaker(seed: UInt32(size))
+        var maker = SignalMaker(seed: UInt64(size))
         let x = maker.white(size)
         let re = UnsafeMutablePointer<Float>.allocate(capacity: size / 2 + 1)
         let im = UnsafeMutablePointer<Float>.allocate(capacity: size / 2 + 1)
@@ -476,7 +478,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
     @Test(arguments: [(64, 48), (256, 214), (1024, 768), (1024, 790), (1024, 500), (2048, 1536), (4096, 3072)])
     func writesOnlyFromFirst(size: Int, first: Int) {
         let fft = RealFFT(size: size)
-        var maker = SignalMaker(seed: UInt32(size + first))
+        var maker = SignalMaker(seed: UInt64(size + first))
         let x = maker.white(size)
         let re = UnsafeMutablePointer<Float>.allocate(capacity: size / 2 + 1)
         let im = UnsafeMutablePointer<Float>.allocate(capacity: size / 2 + 1)

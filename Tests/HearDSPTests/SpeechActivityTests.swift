@@ -6,7 +6,7 @@ import Testing
 
 /// Key clicks over a faint pink floor: decaying bursts (3 ms) with most of their energy above
 /// 1 kHz, about seven a second, each followed by a softer release 80 ms later.
-func keyClicks(rate: Double, count: Int, seed: UInt32) -> [Float] {
+func keyClicks(rate: Double, count: Int, seed: UInt64) -> [Float] {
     var maker = SignalMaker(seed: seed)
     var x = maker.pink(count).map { $0 * 0.0005 }
     var position = Int(0.05 * rate)

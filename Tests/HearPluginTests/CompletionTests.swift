@@ -10,6 +10,7 @@ import HearCLI
 import HearControl
 import HearDSP
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct CompletionTests {
     static let bash = "/bin/bash"
@@ -26,7 +27,7 @@ import Testing
             _hearctl "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
             printf '%s\\n' "${COMPREPLY[@]}"
             """
-        let result = try run(Self.bash, ["-c", driver, "complete", script, Built.hearctl] + words, environment: sandbox.environment)
+        let result = try Command.run(Self.bash, ["-c", driver, "complete", script, Built.hearctl] + words, environment: sandbox.environment)
         #expect(result.status == 0, "bash: \(result.stderr)")
         return result.stdout.split(separator: "\n").map(String.init).filter { !$0.isEmpty }.sorted()
     }
@@ -85,7 +86,7 @@ import Testing
             #expect(text.status == 0 && text.stdout.contains("---completion preset load -- positional@0"), "\(shell)")
             var environment = sandbox.environment
             environment["SAP_SHELL"] = shell
-            let answer = try run(Built.hearctl, ["---completion", "set", "--", "positional@0", "3", "0", "hearctl", "set", "ns.mode", ""],
+            let answer = try Command.run(Built.hearctl, ["---completion", "set", "--", "positional@0", "3", "0", "hearctl", "set", "ns.mode", ""],
                                  environment: environment)
             #expect(answer.status == 0 && answer.stdout.split(separator: "\n").filter { !$0.allSatisfy(\.isWhitespace) } == ["classical", "learned"], "\(shell): \(answer.stdout)")
         }
@@ -120,7 +121,7 @@ import Testing
         // And in the rendered help: no option's entry names a default twice.
         let sandbox = try Sandbox()
         for command in commands where !command.contains("help") {
-            let text = try run(Built.hearctl, command + ["--help"], environment: sandbox.environment).stdout
+            let text = try Command.run(Built.hearctl, command + ["--help"], environment: sandbox.environment).stdout
             guard let options = text.range(of: "\nARGUMENTS:") ?? text.range(of: "\nOPTIONS:") else {
                 Issue.record("hearctl \(command.joined(separator: " ")) --help has no ARGUMENTS or OPTIONS")
                 continue

@@ -4,6 +4,7 @@
 import Foundation
 import HearDSP
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct ControlCLITests {
     @Test func helpListsEveryCommand() throws {
@@ -47,7 +48,7 @@ import Testing
         #expect(none.stderr.contains("no running hear filter found") && none.stderr.contains("pipewire.conf.d"), "\(none.stderr)")
         for arguments in [["frobnicate"], ["set"], ["set", "gain"], ["bypass", "maybe"], ["get", "--chain", "kitchen"],
                           ["meter", "--interval", "0"]] {
-            let result = try run(Built.hearctl, arguments, environment: sandbox.environment)
+            let result = try Command.run(Built.hearctl, arguments, environment: sandbox.environment)
             #expect(result.status == 2, "\(arguments) exited \(result.status): \(result.stderr)")
             #expect(result.stderr.contains("Usage") || result.stderr.contains("USAGE"), "\(arguments): \(result.stderr)")
         }
@@ -61,7 +62,7 @@ import Testing
         // Not running: every verb says so with status 3.
         for arguments in [["list"], ["get", "gain"], ["set", "gain", "1"], ["bypass", "on"], ["reset"], ["meter", "--once"],
                           ["preset", "load", "gentle"], ["preset", "save", "x"]] {
-            let result = try run(Built.hearctl, arguments, environment: sandbox.environment)
+            let result = try Command.run(Built.hearctl, arguments, environment: sandbox.environment)
             #expect(result.status == 3 && result.stderr.contains("no running hear filter found"), "\(arguments): \(result.status) \(result.stderr)")
         }
         let completion = try sandbox.hearctl("--generate-completion-script", "bash")
@@ -163,7 +164,7 @@ import Testing
         _ = try host.stop()
     }
 
-    /// Issue 15 item 6: with two chains a change needs --chain (usage error, nothing changes), and
+    /// With two chains a change needs --chain (usage error, nothing changes), and
     /// the reply names the chain it changed; reading verbs show both.
     @Test func aChangeNeedsItsChainWhenSeveralExistAndTheReplyNamesIt() throws {
         let sandbox = try Sandbox()
@@ -173,7 +174,7 @@ import Testing
         try sandbox.waitForInstance(chain: 2)
         for arguments in [["set", "gain", "3"], ["bypass", "on"], ["reset"], ["reset", "gain"], ["preset", "load", "gentle"],
                           ["preset", "save", "both"], ["set", "gain", "3", "--json"]] {
-            let result = try run(Built.hearctl, arguments, environment: sandbox.environment)
+            let result = try Command.run(Built.hearctl, arguments, environment: sandbox.environment)
             #expect(result.status == 2 && result.stderr.contains("2 chains exist (mic (1) running, speaker (2) running)")
                     && result.stderr.contains("--chain mic or --chain speaker"), "\(arguments): \(result.status) \(result.stderr)")
             #expect(result.stdout.isEmpty)
@@ -205,7 +206,7 @@ import Testing
         _ = try speaker.stop()
     }
 
-    /// Issue 15 items 5 and 7: a chain the drop-in configures but no process runs (PipeWire
+    /// A chain the drop-in configures but no process runs (PipeWire
     /// suspended it) shows as suspended, reads as idle in `meter`, keeps changes in its state file
     /// and takes them when it starts; `reset` goes back to the drop-in's values.
     @Test func aSuspendedChainKeepsChangesUntilItStartsAndResetGoesToTheDropIn() throws {
@@ -261,7 +262,7 @@ import Testing
         #expect(!after.contains("gain") && !after.contains("comp.ratio"), "reset values stay saved:\n\(after)")
     }
 
-    /// Issue 15 item 9: values rounded to their precision, JSON without float noise, --json on
+    /// Values rounded to their precision, JSON without float noise, --json on
     /// changes, units checked on input, and no escape codes into a pipe.
     @Test func outputIsRoundedUnitsAreCheckedAndPipesGetNoEscapeCodes() throws {
         let sandbox = try Sandbox()
@@ -281,7 +282,7 @@ import Testing
         #expect(wrong.status == 2 && wrong.stderr.contains("'1kHz' is a frequency"), "\(wrong.stderr)")
         #expect(try sandbox.value("eq.peak1.freq", chain: 1) == 1000)  // nothing changed
 
-        let meter = try run(Built.hearctl, ["meter", "--interval", "0.1"], environment: sandbox.environment, timeout: 1.5)
+        let meter = try Command.output(of: Built.hearctl, ["meter", "--interval", "0.1"], environment: sandbox.environment, after: 1.5)
         #expect(!meter.stdout.contains("\u{1B}"), "escape codes into a pipe")
         #expect(meter.stdout.components(separatedBy: "comp GR").count >= 3, "\(meter.stdout)")
         _ = try host.stop()

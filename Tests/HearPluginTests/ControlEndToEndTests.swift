@@ -77,7 +77,7 @@ import TestSupport
 
         let client = try RawClient(path: path)
         #expect(client.readLine()?.hasPrefix("hear/1 pid=") == true)
-        var random = SystemRandomNumberGenerator()
+        var random = SeededRandom(seed: 21)
         var replies: [String] = []
         for _ in 0..<500 {
             let bytes = (0..<Int.random(in: 0..<200, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }.filter { $0 != 0x0A }
@@ -212,7 +212,7 @@ import TestSupport
         let tools = sandbox.base + "/hear-host"
         try copyExecutable(Built.testHost, to: tools)
         chmod(tools, 0o755)
-        let raw = try run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", tools, "--connect", path,
+        let raw = try Command.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", tools, "--connect", path,
                                                "--send", "set gain 12"], environment: sandbox.environment)
         #expect(raw.status == 0, "\(raw.stderr)")
         #expect(raw.stdout == "error denied peer uid 65534 is not the server's uid 0\n", "\(raw.stdout)")
@@ -222,7 +222,7 @@ import TestSupport
         chmod(binary, 0o755)
         var environment = sandbox.environment
         environment["HOME"] = "/nonexistent"
-        let result = try run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", binary, "set", "gain", "12"],
+        let result = try Command.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", binary, "set", "gain", "12"],
                              environment: environment)
         #expect(result.status == 1 && result.stderr.contains("is not a directory of yours"), "\(result.status) \(result.stderr)")
         #expect(try sandbox.value("gain", chain: 1) == 0)

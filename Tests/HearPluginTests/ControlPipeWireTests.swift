@@ -15,7 +15,7 @@ import TestSupport
     /// A private PipeWire session; every process it starts is killed by pid when it goes.
     final class Session {
         let sandbox: Sandbox
-        var processes: [Process] = []
+        var bus: ChildProcess?
         var busAddress = ""
 
         init(_ sandbox: Sandbox) throws {
@@ -48,23 +48,20 @@ import TestSupport
                 """.write(toFile: sandbox.config + "/pipewire/pipewire.conf.d/hear.conf", atomically: true, encoding: .utf8)
             try WAV.write(Signals.sine(frequency: 1000, rate: 48000, seconds: 60, amplitude: 0.05), rate: 48000, to: URL(fileURLWithPath: tone))
 
-            let bus = Process()
-            bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-            bus.arguments = ["--session", "--nofork", "--print-address=1"]
-            let pipe = Pipe()
-            bus.standardOutput = pipe
-            try bus.run()
-            processes.append(bus)
-            var address = Data()
-            while !address.contains(0x0A) {
-                let chunk = pipe.fileHandleForReading.availableData
-                if chunk.isEmpty { throw HostError.load("dbus-daemon printed no address") }
-                address += chunk
+            let addressFile = sandbox.base + "/dbus-address"
+            let bus = try ChildProcess("/usr/bin/dbus-daemon", ["--session", "--nofork", "--print-address=1"], stdout: addressFile)
+            self.bus = bus
+            let deadline = monotonicNow() + 10
+            var address = ""
+            while !address.contains("\n") {
+                guard bus.isRunning, monotonicNow() < deadline else { throw HostError.load("dbus-daemon printed no address") }
+                usleep(10_000)
+                address = (try? String(contentsOfFile: addressFile, encoding: .utf8)) ?? ""
             }
-            busAddress = String(decoding: address, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            busAddress = address.trimmingCharacters(in: .whitespacesAndNewlines)
         }
 
-        deinit { stopAudio(); for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+        deinit { stopAudio(); bus?.stop(signal: SIGKILL) }
 
         var xdgRuntime: String { sandbox.base + "/xdg" }
         var tone: String { sandbox.base + "/tone.wav" }
@@ -79,17 +76,10 @@ import TestSupport
             return environment
         }
 
-        private var audio: [Process] = []
+        private var audio: [ChildProcess] = []
 
-        func start(_ executable: String, _ arguments: [String] = []) throws -> Process {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            process.environment = environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-            try process.run()
-            return process
+        func start(_ executable: String, _ arguments: [String] = []) throws -> ChildProcess {
+            try ChildProcess(executable, arguments, environment: environment)
         }
 
         /// pipewire, then wireplumber, then pw-play into the filter.
@@ -102,20 +92,14 @@ import TestSupport
         }
 
         func stopAudio() {
-            for process in audio.reversed() where process.isRunning {
-                kill(process.processIdentifier, SIGTERM)
-                let deadline = monotonicNow() + 5
-                while process.isRunning && monotonicNow() < deadline { usleep(20_000) }
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-                process.waitUntilExit()
-            }
+            for process in audio.reversed() { process.stop(signal: SIGTERM, timeout: 5) }
             audio.removeAll()
         }
 
-        func hearctl(_ arguments: String...) throws -> CommandResult { try run(Built.hearctl, arguments, environment: environment) }
+        func hearctl(_ arguments: String...) throws -> CommandResult { try Command.run(Built.hearctl, arguments, environment: environment) }
 
         func json(_ arguments: String...) throws -> [String: Any] {
-            let result = try run(Built.hearctl, arguments + ["--json"], environment: environment)
+            let result = try Command.run(Built.hearctl, arguments + ["--json"], environment: environment)
             return (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]) ?? [:]
         }
 
@@ -143,7 +127,7 @@ import TestSupport
         }
 
         func nodeID() throws -> Int {
-            let dump = try run("/usr/bin/pw-dump", [], environment: environment)
+            let dump = try Command.run("/usr/bin/pw-dump", [], environment: environment)
             let objects = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [[String: Any]])
             let node = objects.first {
                 (($0["info"] as? [String: Any])?["props"] as? [String: Any])?["node.name"] as? String == "hear_test"
@@ -179,7 +163,7 @@ import TestSupport
 
         // pw-cli writes the control port: it is the later writer, so it wins; then hearctl again.
         let node = try session.nodeID()
-        let param = try run("/usr/bin/pw-cli", ["set-param", String(node), "Props", "{ params = [ \"hear:gain\" 3.0 ] }"],
+        let param = try Command.run("/usr/bin/pw-cli", ["set-param", String(node), "Props", "{ params = [ \"hear:gain\" 3.0 ] }"],
                             environment: session.environment)
         #expect(param.status == 0, "\(param.stderr)")
         usleep(300_000)

@@ -1,7 +1,8 @@
 // Support for the control tests: a sandbox of fresh directories (runtime, state, config), the
 // real hearctl binary run as a subprocess, the hear-host process that runs libhear.so in real
-// time, a raw protocol client, and level measurements on recordings. Every process a test starts
-// is stopped by pid, also when the test fails.
+// time, a raw protocol client, and level measurements on recordings. Processes start through
+// TestSupport's `Command` and `ChildProcess`, so each one a test starts is stopped by pid, also when
+// the test fails.
 
 import Foundation
 import Glibc
@@ -65,46 +66,13 @@ final class Sandbox {
     }
 }
 
-struct CommandResult {
-    let status: Int32
-    let stdout: String
-    let stderr: String
-}
-
-/// Runs a program to completion (killed after `timeout` seconds) and collects its output.
-func run(_ executable: String, _ arguments: [String], environment: [String: String], timeout: Double = 30) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.environment = environment
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let pid = process.processIdentifier
-    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
-    defer { watchdog.cancel() }
-    // Read both pipes before waiting, so a chatty child cannot block on a full pipe.
-    let group = DispatchGroup()
-    nonisolated(unsafe) var errorData = Data()
-    group.enter()
-    DispatchQueue.global().async { errorData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-    let outputData = out.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
-    process.waitUntilExit()
-    return CommandResult(status: process.terminationStatus, stdout: String(decoding: outputData, as: UTF8.self),
-                         stderr: String(decoding: errorData, as: UTF8.self))
-}
-
 extension Sandbox {
     func hearctl(_ arguments: String...) throws -> CommandResult {
-        try run(Built.hearctl, arguments, environment: environment)
+        try Command.run(Built.hearctl, arguments, environment: environment)
     }
 
     func hearctlJSON(_ arguments: String...) throws -> [String: Any] {
-        let result = try run(Built.hearctl, arguments + ["--json"], environment: environment)
+        let result = try Command.run(Built.hearctl, arguments + ["--json"], environment: environment)
         guard result.status == 0, let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] else {
             throw HostError.load("hearctl \(arguments.joined(separator: " ")) --json failed (\(result.status)): \(result.stderr)\(result.stdout)")
         }
@@ -149,7 +117,7 @@ extension Sandbox {
         let deadline = monotonicNow() + 10
         var last = ""
         while monotonicNow() < deadline {
-            let result = try run(Built.hearctl, ["status", "--json"], environment: environment)
+            let result = try Command.run(Built.hearctl, ["status", "--json"], environment: environment)
             if result.status == 0, let object = try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
                let instances = object["instances"] as? [[String: Any]],
                instances.filter({ $0["chain"] as? Int == chain }).count >= count { return }
@@ -162,7 +130,7 @@ extension Sandbox {
     }
 }
 
-/// hear-host running libhear.so in real time; stopped (SIGTERM, then SIGKILL) at the latest on deinit.
+/// hear-host running libhear.so in real time; killed by pid at the latest when this goes.
 final class HostProcess {
     struct Recording {
         let samples: [Float]
@@ -181,8 +149,7 @@ final class HostProcess {
         }
     }
 
-    let process = Process()
-    let output = Pipe()
+    let process: ChildProcess
     let recordingPath: String
     let block: Int
     let rate: Int
@@ -196,37 +163,24 @@ final class HostProcess {
         // Noise suppression off: a steady sine is exactly what a noise suppressor is built to remove.
         var allControls = ["ns.enable": Float(0)]
         for (key, value) in controls { allControls[key] = value }
-        process.executableURL = URL(fileURLWithPath: Built.testHost)
-        process.arguments = ["--plugin", PluginPath.built, "--out", recordingPath, "--label", label, "--rate", String(rate),
-                             "--block", String(block), "--chain", String(chain), "--amplitude", String(amplitude), "--seconds", "60",
-                             "--instances", String(instances)]
+        let arguments = ["--plugin", PluginPath.built, "--out", recordingPath, "--label", label, "--rate", String(rate),
+                         "--block", String(block), "--chain", String(chain), "--amplitude", String(amplitude), "--seconds", "60",
+                         "--instances", String(instances)]
             + allControls.sorted { $0.key < $1.key }.flatMap { ["--control", "\($0.key)=\($0.value)"] } + extraArguments
-        process.environment = sandbox.environment
-        process.standardOutput = output
-        process.standardInput = FileHandle.nullDevice
-        FileManager.default.createFile(atPath: recordingPath + ".log", contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: recordingPath + ".log")
-        try process.run()
+        process = try ChildProcess(Built.testHost, arguments, environment: sandbox.environment,
+                                   stdout: recordingPath + ".out", stderr: recordingPath + ".log")
     }
 
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
 
     /// What the host (and the plugin in it) wrote to stderr so far.
     var log: String { (try? String(contentsOfFile: recordingPath + ".log", encoding: .utf8)) ?? "" }
 
-    /// Stops the host cleanly and reads what it recorded.
+    /// Stops the host cleanly (SIGKILL after 30 s) and reads what it recorded.
     func stop() throws -> Recording {
-        kill(process.processIdentifier, SIGTERM)
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw HostError.load("hear-host exited with \(process.terminationStatus): \(text)") }
+        process.stop(signal: SIGTERM, timeout: 30)
+        let text = (try? String(contentsOfFile: recordingPath + ".out", encoding: .utf8)) ?? ""
+        guard process.status == 0 else { throw HostError.load("hear-host exited with \(process.status ?? -1): \(text)") }
         var summary: [String: Int] = [:]
         for line in text.split(separator: "\n") where line.hasPrefix("done ") {
             for field in line.split(separator: " ").dropFirst() {

@@ -6,21 +6,9 @@ import Testing
 import TestSupport
 
 @Suite struct LADSPASDKTests {
-    static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [tool] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
-
     @Test func analysepluginAcceptsThePluginAndListsBothLabels() throws {
-        let (status, output) = try Self.run("analyseplugin", [PluginPath.built])
+        let result = try Command.run("analyseplugin", [PluginPath.built], mergingOutput: true)
+        let (status, output) = (result.status, result.output)
         #expect(status == 0, "\(output)")
         #expect(output.contains("Plugin Label: \"hear_mono\""))
         #expect(output.contains("Plugin Label: \"hear_stereo\""))
@@ -41,7 +29,8 @@ import TestSupport
         controls[.gain] = 6
         // ...then the `chain` port (after the schema controls): 0.
         let arguments = Parameter.allCases.map { String(controls[$0]) } + ["0"]
-        let (status, log) = try Self.run("applyplugin", [input.path, output.path, PluginPath.built, "hear_mono"] + arguments)
+        let result = try Command.run("applyplugin", [input.path, output.path, PluginPath.built, "hear_mono"] + arguments, mergingOutput: true)
+        let (status, log) = (result.status, result.output)
         #expect(status == 0, "\(log)")
         let processed = try WAV.read(output)
         #expect(processed.count == tone.count)

@@ -13,6 +13,7 @@
 
 import Foundation
 import Testing
+import TestSupport
 
 /// Functions, their trap instructions and their direct callees, from `objdump -dr` of object files.
 struct ObjectCode {
@@ -43,7 +44,7 @@ struct ObjectCode {
     }
 
     mutating func read(_ object: String) throws {
-        let result = try run("/usr/bin/env", ["objdump", "-dr", "--no-show-raw-insn", object],
+        let result = try Command.run("/usr/bin/env", ["objdump", "-dr", "--no-show-raw-insn", object],
                              environment: ProcessInfo.processInfo.environment, timeout: 120)
         guard result.status == 0 else { throw ObjectCodeError.objdump(object, result.stderr) }
         let objectName = URL(fileURLWithPath: object).lastPathComponent
@@ -103,7 +104,7 @@ enum ObjectCodeError: Error { case objdump(String, String) }
 /// Readable names (swift-demangle from the toolchain, on PATH under `make test`); mangled if it is missing.
 func demangled(_ names: [String]) -> [String: String] {
     guard !names.isEmpty,
-          let result = try? run("/usr/bin/env", ["swift-demangle", "--simplified", "--compact"] + names,
+          let result = try? Command.run("/usr/bin/env", ["swift-demangle", "--simplified", "--compact"] + names,
                                 environment: ProcessInfo.processInfo.environment, timeout: 120),
           result.status == 0 else { return Dictionary(uniqueKeysWithValues: names.map { ($0, $0) }) }
     let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
@@ -201,7 +202,7 @@ func demangled(_ names: [String]) -> [String: String] {
             public func wrappingSum(_ a: Int, _ b: Int) -> Int { a &+ b }
         }
         """.write(to: source, atomically: true, encoding: .utf8)
-        let compiled = try run("/usr/bin/env", ["swiftc", "-O", "-wmo", "-parse-as-library", "-module-name", "Probe",
+        let compiled = try Command.run("/usr/bin/env", ["swiftc", "-O", "-wmo", "-parse-as-library", "-module-name", "Probe",
                                                 "-emit-object", "-o", object.path, source.path],
                                environment: ProcessInfo.processInfo.environment, timeout: 300)
         try #require(compiled.status == 0, "\(compiled.stderr)")

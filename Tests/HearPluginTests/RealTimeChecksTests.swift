@@ -5,6 +5,7 @@
 
 import Foundation
 import Testing
+import TestSupport
 
 @Suite struct RealTimeChecksTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -40,17 +41,10 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("probe.swift")
         try "@_noLocks public func probe(_ n: Int) -> Int {\n\(body)\n}\n".write(to: file, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["swiftc", "-O", "-wmo", "-parse-as-library", "-emit-object", "-o",
-                             directory.appendingPathComponent("probe.o").path, file.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let log = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus == 0, log)
+        let result = try Command.run("swiftc", ["-O", "-wmo", "-parse-as-library", "-emit-object", "-o",
+                                                directory.appendingPathComponent("probe.o").path, file.path],
+                                     timeout: 300, mergingOutput: true)
+        return (result.status == 0, result.output)
     }
 
     @Test func theCompilerRejectsAllocationUnderNoLocks() throws {

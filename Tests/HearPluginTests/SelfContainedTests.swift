@@ -3,6 +3,7 @@
 
 import Foundation
 import Testing
+import TestSupport
 
 @Suite struct SelfContainedTests {
     /// Libraries that only a Swift toolchain provides.
@@ -10,7 +11,7 @@ import Testing
 
     /// `ldd`'s lines for a binary, trimmed.
     static func ldd(_ path: String) throws -> [String] {
-        let result = try run("/usr/bin/ldd", [path], environment: [:])
+        let result = try Command.run("/usr/bin/ldd", [path], environment: [:])
         #expect(result.status == 0, "ldd \(path): \(result.stderr)")
         return result.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
     }
@@ -23,7 +24,7 @@ import Testing
             #expect(!line.contains("not found"), "\(line)")
         }
         // An empty environment: no LD_LIBRARY_PATH, no PATH to a toolchain.
-        let version = try run(Built.hearctl, ["--version"], environment: [:])
+        let version = try Command.run(Built.hearctl, ["--version"], environment: [:])
         #expect(version.status == 0 && version.stdout.contains("hear/1"), "\(version.stderr)")
     }
 

@@ -18,7 +18,6 @@ final class TmuxSession {
 
     let name = "tune-\(getpid())-\(UUID().uuidString.prefix(8))"
     let environment: [String: String]
-    let base: String
     /// Held so that the sandbox (and the server's socket in it) outlives the session: kill-server
     /// finds the server by that socket.
     let sandbox: Sandbox
@@ -33,7 +32,6 @@ final class TmuxSession {
         environment["ENV"] = nil
         environment["TERM"] = "xterm-256color"
         self.environment = environment
-        base = sandbox.base
         self.sandbox = sandbox
         // Short command lines (no wrapping at 80 columns): the shell starts in the sandbox, where
         // check-tty prints "$1-same" when the tty settings equal those saved in stty-before.
@@ -50,47 +48,16 @@ final class TmuxSession {
         _ = try? tmux("kill-server")
         guard serverPid > 0 else { return }
         let deadline = monotonicNow() + 2
-        while Self.runs(serverPid) && monotonicNow() < deadline { usleep(10_000) }
-        if Self.runs(serverPid) { kill(serverPid, SIGKILL) }
+        while Command.isAlive(serverPid) && monotonicNow() < deadline { usleep(10_000) }
+        if Command.isAlive(serverPid) { kill(serverPid, SIGKILL) }
     }
 
-    /// Whether `pid` runs (not gone, not a zombie waiting for its parent).
-    static func runs(_ pid: pid_t) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let end = stat.lastIndex(of: ")") else { return false }
-        return stat[stat.index(after: end)...].trimmingCharacters(in: .whitespaces).first != "Z"
-    }
-
-    /// One tmux command, to completion (killed after 10 s).
+    /// One tmux command, to completion (killed after 10 s). Through TestSupport's `Command`: the
+    /// tmux server it may start must hold none of the test's descriptors and must not inherit its
+    /// blocked signals.
     @discardableResult
     func tmux(_ arguments: String...) throws -> CommandResult {
-        try Self.spawn(Self.executable ?? "/usr/bin/tmux", ["-L", name] + arguments, environment: environment, scratch: base)
-    }
-
-    /// Through `Spawn` (TestSupport): the tmux server must hold none of the test's descriptors and
-    /// must not inherit its blocked signals.
-    static func spawn(_ path: String, _ arguments: [String], environment: [String: String], scratch: String,
-                      timeout: Double = 10) throws -> CommandResult {
-        let outPath = scratch + "/tmux.out", errPath = scratch + "/tmux.err"
-        let out = open(outPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600), err = open(errPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        defer { close(out); close(err) }
-        guard out >= 0 && err >= 0 else { throw HostError.load("cannot open \(outPath)") }
-        let pid: pid_t
-        do {
-            pid = try Spawn.start(path, arguments, environment: environment, stdout: out, stderr: err, closeOthers: true)
-        } catch { throw HostError.load("\(error)") }
-        let deadline = monotonicNow() + timeout
-        var raw: Int32 = 0
-        while waitpid(pid, &raw, WNOHANG) == 0 {
-            if monotonicNow() > deadline {
-                kill(pid, SIGKILL)
-                waitpid(pid, &raw, 0)
-                throw HostError.load("tmux \(arguments.joined(separator: " ")) did not finish in \(timeout) s")
-            }
-            usleep(2_000)
-        }
-        let status = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
-        return CommandResult(status: status, stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-                             stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+        try Command.run(Self.executable ?? "/usr/bin/tmux", ["-L", name] + arguments, environment: environment, timeout: 10)
     }
 
     /// Types `line` into the shell and presses Enter.
@@ -364,7 +331,7 @@ struct TuneTests {
         }
         // The session's tmux server is gone with it (gone, or a zombie its parent has not reaped yet).
         #expect(server > 0)
-        #expect(!TmuxSession.runs(server), "tmux server \(server) still runs")
+        #expect(!Command.isAlive(server), "tmux server \(server) still runs")
         _ = try mic.stop()
         _ = try speaker.stop()
     }

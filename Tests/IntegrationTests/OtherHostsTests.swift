@@ -23,7 +23,8 @@ import TestSupport
 
     static let rates = [8000, 16000, 44100, 48000, 96000, 192000]
 
-    func run(_ tool: String) throws {
+    /// Runs the page's `tool` line at every rate and measures what comes out.
+    func checkTheDocumentedLine(of tool: String) throws {
         let lines = try Self.lines(for: tool)
         try #require(lines.count == 1, "docs/OTHER-HOSTS.md has \(lines.count) \(tool) lines")
         let processes = try Processes(name: "hosts-\(tool)")
@@ -50,11 +51,11 @@ import TestSupport
     }
 
     @Test(.enabled(if: onPath("ffmpeg"), "needs ffmpeg (make test installs it)"))
-    func ffmpeg() throws { try run("ffmpeg") }
+    func ffmpeg() throws { try checkTheDocumentedLine(of: "ffmpeg") }
 
     @Test(.enabled(if: onPath("sox"), "needs sox (make test installs it)"))
-    func sox() throws { try run("sox") }
+    func sox() throws { try checkTheDocumentedLine(of: "sox") }
 
     @Test(.enabled(if: onPath("ecasound"), "needs ecasound (make test installs it)"))
-    func ecasound() throws { try run("ecasound") }
+    func ecasound() throws { try checkTheDocumentedLine(of: "ecasound") }
 }

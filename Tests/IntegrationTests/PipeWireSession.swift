@@ -169,7 +169,7 @@ final class PipeWireSession: @unchecked Sendable {
         let recorder = try processes.start(
             "pw-record", ["--target", source, "-P", props, "--format", "f32", "--rate", "48000",
                           "--channels", "\(channels)", output.path], log: "record-\(name)")
-        defer { processes.stop(recorder, signal: SIGINT) }
+        defer { recorder.stop(signal: SIGINT) }
         try waitFor("the recorder to be linked to \(source)") {
             guard recorder.isRunning else { throw IntegrationError("pw-record exited: \(processes.log("record-\(name)"))") }
             return try links().contains { $0.input.hasPrefix(recorderName + ":") }
@@ -181,7 +181,7 @@ final class PipeWireSession: @unchecked Sendable {
         let target = size() + 24_000 * channels * 4
         try waitFor("0.5 s more of the recording") { size() >= target }
         try during?()
-        processes.stop(recorder, signal: SIGINT)
+        recorder.stop(signal: SIGINT)
         return try WAVFile.read(output)
     }
 

@@ -54,12 +54,12 @@ import TestSupport
         do {
             let session = try PipeWireSession(name: "failing")
             defer { session.stop() }
-            pids = session.processes.pids.filter(Processes.isAlive)
+            pids = session.processes.pids.filter(Command.isAlive)
             root = session.root
             #expect(pids.count == 3, "dbus-daemon, pipewire and wireplumber run")
             throw Deliberate()
         } catch is Deliberate {}
-        for pid in pids { #expect(!Processes.isAlive(pid), "pid \(pid) still runs") }
+        for pid in pids { #expect(!Command.isAlive(pid), "pid \(pid) still runs") }
         #expect(root.map { !FileManager.default.fileExists(atPath: $0.path) } == true)
     }
 
@@ -169,7 +169,7 @@ import TestSupport
         #expect(chains.map { $0["rate"] as? Int } == [48000, 48000])
     }
 
-    /// Issue 15 items 5-7 in a real PipeWire: the microphone chain sleeps until an app records
+    /// In a real PipeWire, the microphone chain sleeps until an app records
     /// from it (no plugin instance, so no control socket knows it). hearctl shows it suspended,
     /// refuses an unscoped change while two chains exist, keeps a change for it in its state file,
     /// and the chain has the change once an app records; reset goes back to the drop-in's values.

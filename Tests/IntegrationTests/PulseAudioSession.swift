@@ -63,7 +63,7 @@ final class PulseAudioSession: @unchecked Sendable {
         let recorder = try processes.start(
             "parec", ["-d", source, "--latency-msec=20", "--format=float32le", "--rate=48000", "--channels=\(channels)", "--file-format=wav",
                       output.path], log: "record-\(name)")
-        defer { processes.stop(recorder, signal: SIGINT) }
+        defer { recorder.stop(signal: SIGINT) }
         let size = { ((try? FileManager.default.attributesOfItem(atPath: output.path)[.size]) as? Int) ?? 0 }
         // A monitor delivers silence from the start, so a growing file means the stream runs.
         try waitFor("parec to record from \(source)") {
@@ -73,7 +73,7 @@ final class PulseAudioSession: @unchecked Sendable {
         try processes.run("paplay", ["-d", sink, file.path], timeout: 120)
         let target = size() + 24_000 * channels * 4
         try waitFor("0.5 s more of the recording") { size() >= target }
-        processes.stop(recorder, signal: SIGINT)
+        recorder.stop(signal: SIGINT)
         return try WAVFile.read(output)
     }
 

@@ -5,21 +5,31 @@ import HearCLI
 import HearControl
 import HearDSP
 
-/// SplitMix64: small, fast and the same on every machine.
+/// The tests' one random generator: a 32-bit linear congruential generator (Numerical Recipes'
+/// constants), small and the same on every machine. An LCG's low bits repeat with short periods,
+/// so only the high bits of each step are used. The noise suppressor's bounds were measured on
+/// this sequence (`bipolar()`), so a different generator would move them.
 public struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+    var state: UInt32
+    public init(seed: UInt64) { state = UInt32(truncatingIfNeeded: seed) }
+
+    mutating func step() -> UInt32 {
+        state = state &* 1_664_525 &+ 1_013_904_223
+        return state
     }
-    /// Uniform in [0, 1).
-    public mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-    /// Uniform in [-1, 1).
-    public mutating func bipolar() -> Float { Float(Double(next() >> 11) / Double(1 << 53) * 2 - 1) }
+
+    /// 64 bits from four steps, the high 16 bits of each.
+    public mutating func next() -> UInt64 {
+        var value: UInt64 = 0
+        for _ in 0..<4 { value = value << 16 | UInt64(step() >> 16) }
+        return value
+    }
+
+    /// Uniform in [0, 1), in steps of 2^-24.
+    public mutating func unit() -> Double { Double(step() >> 8) / Double(1 << 24) }
+
+    /// Uniform in [-1, 1), in steps of 2^-23.
+    public mutating func bipolar() -> Float { Float(step() >> 8) / Float(1 << 24) * 2 - 1 }
 }
 
 public enum Signals {
