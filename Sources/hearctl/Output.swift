@@ -79,16 +79,27 @@ enum Output {
             "rate": status.sampleRate, "channels": status.channels, "latency": status.latency,
             "latencyMilliseconds": Double(status.latency) * 1000 / Double(max(status.sampleRate, 1)),
             "uptime": status.uptime, "running": status.running, "bypass": status.bypassed, "faults": status.faults,
-            "meters": [
-                "input": ["peak": level(status.inputPeak), "rms": level(status.inputRMS)],
-                "output": ["peak": level(status.outputPeak), "rms": level(status.outputRMS)],
-                "compressorReduction": level(status.compressorReduction),
-                "limiterReduction": level(status.limiterReduction),
-                "noiseFloor": level(status.noiseFloor),
-                "speechProbability": level(status.speechProbability),
-            ] as [String: Any],
+            "meters": metersObject(status.meters),
         ]
     }
+
+    /// Every meter under its name in the table (HearDSP/Meters.swift), a dot in the name nesting it.
+    static func metersObject(_ meters: MeterReadings) -> [String: Any] {
+        func insert(_ value: Any, at path: ArraySlice<String>, into object: inout [String: Any]) {
+            guard let first = path.first else { return }
+            if path.count == 1 { object[first] = value; return }
+            var inner = object[first] as? [String: Any] ?? [:]
+            insert(value, at: path.dropFirst(), into: &inner)
+            object[first] = inner
+        }
+        var object: [String: Any] = [:]
+        for (meter, reading) in meters.all { insert(level(reading), at: meter.namePath[...], into: &object) }
+        return object
+    }
+
+    /// The meters the status table has fixed columns for.
+    static let tabulated: Set<Meter> = [.inputPeak, .inputRMS, .outputPeak, .outputRMS, .compressorReduction, .limiterReduction,
+                                        .noiseFloor, .speechProbability]
 
     static func decibels(_ value: Float) -> String {
         value.isFinite ? String(format: "%.1f", value) : "-inf"
@@ -130,15 +141,19 @@ enum Output {
         var text = table(rows)
         let running = statuses.filter(\.status.running)
         if !running.isEmpty {
-            var meters = [["CHAIN", "PID:ID", "IN PK/RMS", "OUT PK/RMS", "COMP GR", "LIM GR", "NOISE", "SPEECH"]]
+            // Meters the fixed columns do not show get a column of their own, headed by their key.
+            let others = Meter.allCases.filter { !tabulated.contains($0) }
+            var meters = [["CHAIN", "PID:ID", "IN PK/RMS", "OUT PK/RMS", "COMP GR", "LIM GR", "NOISE", "SPEECH"] + others.map { $0.key.uppercased() }]
             for (pid, status) in running {
+                let readings = status.meters
+                func level(_ meter: Meter) -> String { decibels(readings[meter] ?? -.infinity) }
                 meters.append([
                     status.chainName, "\(pid):\(status.id)",
-                    "\(decibels(status.inputPeak))/\(decibels(status.inputRMS))", "\(decibels(status.outputPeak))/\(decibels(status.outputRMS))",
-                    decibels(status.compressorReduction), decibels(status.limiterReduction),
-                    status.noiseFloor.map { "\(decibels($0))" } ?? "n/a",
-                    status.speechProbability.map { String(format: "%.0f%%", $0 * 100) } ?? "n/a",
-                ])
+                    "\(level(.inputPeak))/\(level(.inputRMS))", "\(level(.outputPeak))/\(level(.outputRMS))",
+                    decibels(readings[.compressorReduction] ?? 0), decibels(readings[.limiterReduction] ?? 0),
+                    readings[.noiseFloor].map { "\(decibels($0))" } ?? "n/a",
+                    readings[.speechProbability].map { String(format: "%.0f%%", $0 * 100) } ?? "n/a",
+                ] + others.map { $0.spec.unit.text(readings[$0]) })
             }
             text += "\n\nlevels and noise floor in dBFS, gain reduction (GR) in dB\n" + table(meters)
         }
@@ -166,5 +181,26 @@ enum Output {
             rows.append([spec.key] + values + [range, defaultText, spec.help])
         }
         return table(rows)
+    }
+}
+
+extension MeterUnit {
+    /// A reading as people read it: a number and its unit; `n/a` when not measured.
+    func text(_ reading: Float?) -> String {
+        guard let reading else { return "n/a" }
+        switch self {
+        case .amplitude, .squares, .level: return Output.decibels(reading) + " dBFS"
+        case .reduction: return Output.decibels(reading) + " dB"
+        case .fraction: return String(format: "%.0f%%", reading * 100)
+        }
+    }
+
+    /// The span of a bar for this unit, in the reading's own scale.
+    var barRange: (low: Float, high: Float) {
+        switch self {
+        case .amplitude, .squares, .level: return (-60, 0)
+        case .reduction: return (0, 24)
+        case .fraction: return (0, 1)
+        }
     }
 }
