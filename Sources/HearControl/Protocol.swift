@@ -20,14 +20,16 @@
 //       ok [name=value ...]
 //       error <code> <message>
 //   Data lines are `<kind> name=value ...` (values never contain spaces) or `notice <text>`.
-//   Numbers are decimal; "-inf" is a silent meter; "-" is a meter this build does not have.
+//   Numbers are decimal; "-inf" is a silent meter; "-" is a meter not measured (its stage is off).
 //
 // Requests (tokens separated by spaces; the chain selector `chain=N` is optional and, when
 // absent, means every instance in the process)
 //   ping                                   -> ok
 //   status                                 -> `instance` lines (InstanceStatus: id chain name label rate
-//                                             channels latency uptime state bypass in.peak in.rms
-//                                             out.peak out.rms comp.gr limit.gr ns.floor ns.speech),
+//                                             channels latency uptime state bypass, one field per
+//                                             meter of HearDSP/Meters.swift by its key (in.peak in.rms
+//                                             out.peak out.rms comp.gr limit.gr ns.floor ns.speech ...),
+//                                             faults),
 //                                             then `notice` lines (problems the server wants seen)
 //   get   [chain=N] [KEY ...]              -> `value chain=N key=KEY value=V` per chain and key
 //                                             (every parameter when no key is given)

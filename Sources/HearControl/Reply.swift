@@ -122,7 +122,7 @@ public struct ValueRecord: Equatable, Sendable {
     }
 }
 
-/// One live instance, as in an `instance` line. Levels in dBFS, reductions in dB (positive).
+/// One live instance, as in an `instance` line, with its meters (HearDSP's `Meter` table, in table order).
 public struct InstanceStatus: Equatable, Sendable {
     public var id: Int
     public var chain: Int
@@ -134,24 +134,15 @@ public struct InstanceStatus: Equatable, Sendable {
     /// Seconds since instantiate.
     public var uptime: Double
     public var bypassed: Bool
-    public var inputPeak: Float
-    public var inputRMS: Float
-    public var outputPeak: Float
-    public var outputRMS: Float
-    public var compressorReduction: Float
-    public var limiterReduction: Float
-    /// nil until the noise suppressor (issue #3) reports them.
-    public var noiseFloor: Float?
-    public var speechProbability: Float?
+    /// The last meter window; an empty one while the instance is idle.
+    public var meters: MeterReadings
     /// False while the host does not run the instance (a suspended node); its meters are then silent.
     public var running: Bool
     /// Chunks the chain silenced because it produced a non-finite sample itself (its state was reset).
     public var faults: Int
 
     public init(id: Int, chain: Int, label: String, sampleRate: Int, channels: Int, latency: Int, uptime: Double,
-                bypassed: Bool, inputPeak: Float, inputRMS: Float, outputPeak: Float, outputRMS: Float,
-                compressorReduction: Float, limiterReduction: Float, noiseFloor: Float?, speechProbability: Float?,
-                running: Bool = true, faults: Int = 0) {
+                bypassed: Bool, meters: MeterReadings = MeterReadings(), running: Bool = true, faults: Int = 0) {
         self.id = id
         self.chain = chain
         self.label = label
@@ -160,14 +151,7 @@ public struct InstanceStatus: Equatable, Sendable {
         self.latency = latency
         self.uptime = uptime
         self.bypassed = bypassed
-        self.inputPeak = inputPeak
-        self.inputRMS = inputRMS
-        self.outputPeak = outputPeak
-        self.outputRMS = outputRMS
-        self.compressorReduction = compressorReduction
-        self.limiterReduction = limiterReduction
-        self.noiseFloor = noiseFloor
-        self.speechProbability = speechProbability
+        self.meters = meters
         self.running = running
         self.faults = faults
     }
@@ -176,17 +160,16 @@ public struct InstanceStatus: Equatable, Sendable {
 
     public var record: Record {
         func level(_ value: Float) -> String { value.isFinite ? ParameterValue.format((value * 10).rounded() / 10) : (value < 0 ? "-inf" : "nan") }
-        func optional(_ value: Float?) -> String { value.map(level) ?? "-" }
-        return Record(kind: "instance", fields: [
+        var fields: [(name: String, value: String)] = [
             ("id", String(id)), ("chain", String(chain)), ("name", chainName), ("label", label),
             ("rate", String(sampleRate)), ("channels", String(channels)), ("latency", String(latency)),
             ("uptime", ParameterValue.format(Float((uptime * 10).rounded() / 10))), ("state", running ? "running" : "idle"),
             ("bypass", bypassed ? "on" : "off"),
-            ("in.peak", level(inputPeak)), ("in.rms", level(inputRMS)), ("out.peak", level(outputPeak)), ("out.rms", level(outputRMS)),
-            ("comp.gr", level(compressorReduction)), ("limit.gr", level(limiterReduction)),
-            ("ns.floor", optional(noiseFloor)), ("ns.speech", optional(speechProbability)),
-            ("faults", String(faults)),
-        ])
+        ]
+        // Not measured: `-`.
+        for (meter, reading) in meters.all { fields.append((meter.key, reading.map(level) ?? "-")) }
+        fields.append(("faults", String(faults)))
+        return Record(kind: "instance", fields: fields)
     }
 
     public init?(_ record: Record) {
@@ -198,14 +181,17 @@ public struct InstanceStatus: Equatable, Sendable {
         guard record.kind == "instance", let id = record["id"].flatMap({ Int($0) }), let chain = record["chain"].flatMap({ Int($0) }),
               let label = record["label"], let rate = record["rate"].flatMap({ Int($0) }),
               let channels = record["channels"].flatMap({ Int($0) }), let latency = record["latency"].flatMap({ Int($0) }),
-              let uptime = record["uptime"].flatMap({ Double($0) }), let bypass = record["bypass"], let state = record["state"],
-              let inputPeak = level("in.peak"), let inputRMS = level("in.rms"), let outputPeak = level("out.peak"),
-              let outputRMS = level("out.rms"), let compressor = level("comp.gr"), let limiter = level("limit.gr")
+              let uptime = record["uptime"].flatMap({ Double($0) }), let bypass = record["bypass"], let state = record["state"]
         else { return nil }
+        var meters = MeterReadings()
+        for meter in Meter.allCases {
+            let reading = level(meter.key)
+            // A meter that every window measures must be there; the others read `-` while their stage is off.
+            if reading == nil && meter.measuredAlways { return nil }
+            meters[meter] = reading
+        }
         self.init(id: id, chain: chain, label: label, sampleRate: rate, channels: channels, latency: latency, uptime: uptime,
-                  bypassed: bypass == "on", inputPeak: inputPeak, inputRMS: inputRMS, outputPeak: outputPeak, outputRMS: outputRMS,
-                  compressorReduction: compressor, limiterReduction: limiter, noiseFloor: level("ns.floor"),
-                  speechProbability: level("ns.speech"), running: state == "running",
+                  bypassed: bypass == "on", meters: meters, running: state == "running",
                   faults: record["faults"].flatMap { Int($0) } ?? 0)
     }
 }

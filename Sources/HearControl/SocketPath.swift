@@ -19,9 +19,6 @@ public enum SocketPath {
         return pid
     }
 
-    /// sun_path holds 108 bytes including the terminating NUL.
-    public static let maximumPathBytes = 107
-
     public static func trimmed(_ path: String) -> String {
         var path = Substring(path)
         while path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }

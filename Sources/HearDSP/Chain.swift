@@ -5,23 +5,6 @@
 // (EQ, makeup) or per sample (gain, bypass). Inputs are read for a whole chunk before any output
 // is written, so any aliasing of input and output buffers is safe.
 
-
-/// Levels since the meters were last read; linear amplitudes, written only by the audio thread.
-public struct Meters: Sendable {
-    public var inputPeak: Float = 0
-    public var inputSquares: Double = 0
-    public var outputPeak: Float = 0
-    public var outputSquares: Double = 0
-    public var frames = 0
-    public var compressorReductionDB: Float = 0
-    public var limiterReductionDB: Float = 0
-    /// The noise suppressor's speech presence probability (0...1) and noise estimate (dBFS), latest values.
-    public var speechProbability: Float = 0
-    public var noiseFloorDB: Float = -120
-
-    public init() {}
-}
-
 public struct Chain: ~Copyable {
     public let sampleRate: Double
     public let channels: Int
@@ -52,6 +35,7 @@ public struct Chain: ~Copyable {
     let work: UnsafeMutablePointer<Float>
     let dry: UnsafeMutablePointer<Float>
     var phase = 0
+    /// What the stages measured since the meters were last cleared (the plugin clears them when it publishes them).
     public var meters = Meters()
     /// Chunks silenced because the chain itself produced a non-finite sample (since init).
     public private(set) var internalFaults: UInt64 = 0
@@ -198,7 +182,7 @@ public struct Chain: ~Copyable {
 
     @inline(__always) mutating func processChunk(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                                  count: Int) {
-        Self.meter(left, right, count: count, peak: &meters.inputPeak, squares: &meters.inputSquares)
+        measure(left, right, count: count, peak: .inputPeak, squares: .inputRMS)
         noiseSuppressor.process(left, right, count: count)
         equalizer.process(left, right, count: count)
         multiband.process(left, right, count: count)
@@ -207,18 +191,18 @@ public struct Chain: ~Copyable {
         limiter.process(left, right, count: count)
         mixWithDry(left, right, count: count)
         clampToMaximumOutput(left, right, count: count)
-        Self.meter(left, right, count: count, peak: &meters.outputPeak, squares: &meters.outputSquares)
-        meters.frames &+= count
-        // Stages keep their deepest reduction since last asked; the meters keep it until read.
-        // The hearing stage compresses too: its deepest band reduction counts as the compressor's.
-        meters.compressorReductionDB = max(max(meters.compressorReductionDB, compressor.peakReductionDB),
-                                           multiband.peakReductionDB)
+        measure(left, right, count: count, peak: .outputPeak, squares: .outputRMS)
+        meters.samples &+= right == nil ? count : 2 &* count
+        // Stages keep their deepest reduction since last asked; the meters keep it until cleared.
+        meters.record(.compressorReduction, Double(max(compressor.peakReductionDB, multiband.peakReductionDB)))
+        meters.record(.limiterReduction, Double(limiter.peakReductionDB))
         multiband.peakReductionDB = 0
-        meters.limiterReductionDB = max(meters.limiterReductionDB, limiter.peakReductionDB)
         compressor.peakReductionDB = 0
         limiter.peakReductionDB = 0
-        meters.speechProbability = noiseSuppressor.speechProbability
-        meters.noiseFloorDB = noiseSuppressor.noiseFloorDB
+        // The suppressor's estimates mean something only while it runs.
+        let suppressing = values[.nsEnable] != 0
+        meters.record(.speechProbability, suppressing ? Double(noiseSuppressor.speechProbability) : .nan)
+        meters.record(.noiseFloor, suppressing ? Double(noiseSuppressor.noiseFloorDB) : .nan)
     }
 
     @inline(__always) mutating func applyOutputGain(_ left: UnsafeMutablePointer<Float>,
@@ -275,10 +259,11 @@ public struct Chain: ~Copyable {
         if let right { for i in upTo(count) { right[i] = max(min(right[i], top), -top) } }
     }
 
-    @inline(__always) static func meter(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
-                                        count: Int, peak: inout Float, squares: inout Double) {
+    /// Records the peak magnitude and the sum of squares of a chunk's samples as the two meters.
+    @inline(__always) mutating func measure(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
+                                            count: Int, peak: Meter, squares: Meter) {
         // Four partial sums and maxima break the add chain, so the loop runs at the adder's throughput.
-        var t0 = peak, t1: Float = 0, t2: Float = 0, t3: Float = 0
+        var t0: Float = 0, t1: Float = 0, t2: Float = 0, t3: Float = 0
         var s0: Float = 0, s1: Float = 0, s2: Float = 0, s3: Float = 0
         for channel in upTo(right == nil ? 1 : 2) {
             let samples = channel == 0 ? left : right ?? left
@@ -295,8 +280,8 @@ public struct Chain: ~Copyable {
                 i &+= 1
             }
         }
-        peak = max(max(t0, t1), max(t2, t3))
-        squares += Double((s0 + s1) + (s2 + s3))
+        meters.record(peak, Double(max(max(t0, t1), max(t2, t3))))
+        meters.record(squares, Double((s0 + s1) + (s2 + s3)))
     }
 
     /// True when a filter register holds a subnormal number (a test hook for the denormal guard).

@@ -6,8 +6,9 @@
 // and takes each parameter whose stamp is newer than the one it last took.
 // Applied values (audio -> server): what the chain runs with, ports and socket writes merged.
 // Meters (audio -> server): the server raises `meterRequest`; at the end of its next block the
-// audio thread stores what it accumulated since its last answer, then sets `meterAnswer` to that
-// request. Every field has a single writer, so plain loads and stores suffice.
+// audio thread stores the window it accumulated since its last answer (`meters`, by Meter.rawValue,
+// and its sample count), then sets `meterAnswer` to that request. Every field has a single writer,
+// so plain loads and stores suffice.
 
 import HearDSP
 import Synchronization
@@ -27,18 +28,12 @@ struct ControlBlock: ~Copyable {
 
     let meterRequest = Atomic<UInt64>(0)
     let meterAnswer = Atomic<UInt64>(0)
-    let inputPeak = Atomic<UInt32>(0)
-    let inputSquares = Atomic<UInt64>(0)
-    let outputPeak = Atomic<UInt32>(0)
-    let outputSquares = Atomic<UInt64>(0)
-    let meterFrames = Atomic<UInt64>(0)
-    let compressorReduction = Atomic<UInt32>(0)
-    let limiterReduction = Atomic<UInt32>(0)
-    /// NaN bits until the noise suppressor (issue #3) writes them.
-    let noiseFloor = Atomic<UInt32>(Float.nan.bitPattern)
+    /// The last window's values (`Double` bit patterns), `Meters.capacity` of them, by `Meter.rawValue`.
+    let meters: UnsafeMutablePointer<Atomic<UInt64>>
+    /// The samples the last window measured (Meters.samples).
+    let meterSamples = Atomic<UInt64>(0)
     /// Chunks the chain silenced after producing a non-finite sample itself (Chain.internalFaults).
     let faults = Atomic<UInt64>(0)
-    let speechProbability = Atomic<UInt32>(Float.nan.bitPattern)
 
     init(values: ParameterValues) {
         requested = .allocate(capacity: Parameter.count)
@@ -49,15 +44,20 @@ struct ControlBlock: ~Copyable {
             (stamps + index).initialize(to: Atomic(0))
             (applied + index).initialize(to: Atomic(values[index].bitPattern))
         }
+        meters = .allocate(capacity: Meters.capacity)
+        let empty = Meters()
+        for index in 0..<Meters.capacity { (meters + index).initialize(to: Atomic(empty[index].bitPattern)) }
     }
 
     deinit {
         requested.deinitialize(count: Parameter.count)
         stamps.deinitialize(count: Parameter.count)
         applied.deinitialize(count: Parameter.count)
+        meters.deinitialize(count: Meters.capacity)
         requested.deallocate()
         stamps.deallocate()
         applied.deallocate()
+        meters.deallocate()
     }
 
     // MARK: server side (never called on the audio thread)

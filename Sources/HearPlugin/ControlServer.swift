@@ -4,18 +4,8 @@
 // file or socket I/O while it holds that lock (instantiate and cleanup, on the host's main thread,
 // take it too). Starting it only creates the thread; the socket is set up on that thread, so
 // instantiate never waits on a file system.
-//
-// Clients are served from one poll() loop on non-blocking sockets, and each is bounded:
-//   - a request line must be complete within `requestTimeout` of its first byte (slow senders are
-//     answered `error timeout` and closed);
-//   - requests are answered in order; while a client has `outputHighWater` bytes of replies
-//     unread the server stops reading its requests (backpressure), so a pipeline of any length
-//     is answered in full, and a client whose replies do not drain for `writeTimeout` is dropped;
-//   - end of input (SHUT_WR) stops reading but the replies already owed still go out; a peer that
-//     has closed both ways (POLLHUP) is dropped at once; no event is left pending, so the loop
-//     never spins;
-//   - a client silent for `idleTimeout` is closed; with every slot taken, a newcomer evicts the
-//     client idle the longest (at least `evictAfter`), else it is told `error busy`.
+// Its parts: the socket and the poll loop here, clients in ControlClients.swift, requests in
+// ControlRequests.swift, restoring settings and sampling meters in ControlHousekeeping.swift.
 
 import Glibc
 import HearControl
@@ -41,43 +31,6 @@ final class ControlServer: @unchecked Sendable {
     /// After failing to set up the socket, try again this much later.
     static let retryInterval = 2.0
 
-    struct Client {
-        let fd: Int32
-        var input: [UInt8] = []
-        var output: [UInt8] = []
-        /// Bytes of `output` already sent.
-        var sent = 0
-        /// The peer shut down its sending side: no more requests, but the replies owed still go out.
-        var readClosed = false
-        /// Close once the pending output is written (after a fatal request error).
-        var closing = false
-        var closed = false
-        /// When the first byte of the unfinished request line arrived.
-        var lineStarted: Double?
-        /// The last complete request (or the connection).
-        var lastRequest: Double
-        /// The last progress in writing replies (or when replies started to wait).
-        var lastWrite: Double
-
-        init(fd: Int32, now: Double) {
-            self.fd = fd
-            lastRequest = now
-            lastWrite = now
-        }
-
-        var pending: Int { output.count - sent }
-        var hasCompleteRequest: Bool { input.contains(0x0A) }
-        var wantsInput: Bool {
-            !readClosed && !closing && !closed && input.count < Protocol.maximumLine && pending < ControlServer.outputHighWater
-        }
-        var idle: Bool { pending == 0 && !hasCompleteRequest }
-
-        mutating func queue(_ text: String) {
-            if pending == 0 { lastWrite = Syscall.now() }
-            output += Array(text.utf8)
-        }
-    }
-
     let registry: Registry
     /// This server's mark in the registry: only the server whose id is current touches the entries.
     let id: Int
@@ -87,12 +40,12 @@ final class ControlServer: @unchecked Sendable {
     let store: StateStore
     let uid = getuid()
     let pid = getpid()
-    private var listener: Listener?
+    var listener: Listener?
     private var nextListenAttempt = 0.0
     private var lastSetupError = ""
-    private var acceptPausedUntil = 0.0
-    private var clients: [Client] = []
-    private var nextMeter = 0.0
+    var acceptPausedUntil = 0.0
+    var clients: [Client] = []
+    var nextMeter = 0.0
     private let stopping = Atomic<Bool>(false)
     private var thread = pthread_t()
 
@@ -139,7 +92,7 @@ final class ControlServer: @unchecked Sendable {
     }
 
     /// Runs `body` under the registry lock if this server is still the registry's; nil otherwise.
-    private func withEntries<T>(_ body: (inout Registry.State) -> T) -> T? {
+    func withEntries<T>(_ body: (inout Registry.State) -> T) -> T? {
         registry.state.withLock { state in state.server == id ? body(&state) : nil }
     }
 
@@ -251,315 +204,5 @@ final class ControlServer: @unchecked Sendable {
     private func drainWake() {
         var buffer = [UInt8](repeating: 0, count: 64)
         while buffer.withUnsafeMutableBytes({ Glibc.read(wake.read, $0.baseAddress, $0.count) }) > 0 {}
-    }
-
-    private func acceptClients(now: Double) {
-        guard let listener else { return }
-        while true {
-            let fd: Int32
-            do throws(SystemError) {
-                guard let accepted = try Syscall.accept(listener.fd) else { return }
-                fd = accepted
-            } catch {
-                // Out of descriptors, say: the listener stays readable, so stop polling it a moment instead of spinning.
-                store.report("control server: \(error)")
-                acceptPausedUntil = now + 0.1
-                return
-            }
-            var refusal: ReplyLine?
-            let peer = try? Syscall.peerCredentials(fd)
-            if peer?.uid != uid {
-                refusal = .error(ProtocolError(.denied, "peer uid \(peer.map { String($0.uid) } ?? "unknown") is not the server's uid \(uid)"))
-            } else if clients.count >= Self.maximumClients && !evictIdleClient(now: now) {
-                refusal = .error(ProtocolError(.busy, "the server already serves \(Self.maximumClients) clients; try again"))
-            }
-            if let refusal {
-                // Best effort, never waiting: refused peers get one line and the door.
-                let bytes = Array((refusal.line + "\n").utf8)
-                _ = bytes.withUnsafeBytes { raw in Syscall.send(fd, raw) }
-                Syscall.close(fd)
-                continue
-            }
-            var client = Client(fd: fd, now: now)
-            client.queue(Greeting(pid: pid).line + "\n")
-            transmit(&client, now: now)
-            clients.append(client)
-        }
-    }
-
-    /// Makes room by closing the client idle the longest, if one has been idle `evictAfter`.
-    private func evictIdleClient(now: Double) -> Bool {
-        let candidates = clients.indices.filter { clients[$0].idle && !clients[$0].closed && now - clients[$0].lastRequest >= Self.evictAfter }
-        guard let victim = candidates.min(by: { clients[$0].lastRequest < clients[$1].lastRequest }) else { return false }
-        let line = ReplyLine.error(ProtocolError(.busy, "closing this connection, idle for \(Int(now - clients[victim].lastRequest)) s, to serve a new client"))
-        let bytes = Array((line.line + "\n").utf8)
-        _ = bytes.withUnsafeBytes { raw in Syscall.send(clients[victim].fd, raw) }
-        Syscall.close(clients[victim].fd)
-        clients.remove(at: victim)
-        return true
-    }
-
-    /// One client's turn: read what it sent, answer complete requests while its replies drain,
-    /// write, and apply the deadlines.
-    private func service(_ client: inout Client, revents: Int16, now: Double) {
-        if revents & Int16(POLLERR | POLLNVAL) != 0 { client.closed = true; return }
-        if revents & Int16(POLLIN | POLLHUP) != 0 && client.wantsInput { receive(&client, now: now) }
-        answerRequests(&client, now: now)
-        if revents & Int16(POLLHUP) != 0 {
-            // Closed both ways: nobody will read the replies (requests it sent are answered above, so a `set` still applies).
-            client.closed = true
-            return
-        }
-        // Written, then more queued requests answered into the room that made, then written again.
-        if client.pending > 0 { transmit(&client, now: now) }
-        if !client.closed && client.hasCompleteRequest {
-            answerRequests(&client, now: now)
-            if client.pending > 0 { transmit(&client, now: now) }
-        }
-        if client.closed { return }
-        if let started = client.lineStarted, now - started > Self.requestTimeout, !client.closing {
-            client.input.removeAll()
-            client.lineStarted = nil
-            client.queue(ReplyLine.error(ProtocolError(.timeout, "request not completed within \(Int(Self.requestTimeout)) s; closing")).line + "\n")
-            client.closing = true
-            transmit(&client, now: now)
-        }
-        if client.pending > 0 {
-            if now - client.lastWrite > Self.writeTimeout { client.closed = true }
-        } else if client.closing {
-            client.closed = true
-        } else if client.readClosed && !client.hasCompleteRequest {
-            client.closed = true
-        } else if client.lineStarted == nil && !client.hasCompleteRequest && now - client.lastRequest > Self.idleTimeout {
-            client.closed = true
-        }
-    }
-
-    private func receive(_ client: inout Client, now: Double) {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        // At most this many reads per client per round, so a fast talker cannot starve the others.
-        var budget = 16
-        while client.wantsInput && budget > 0 {
-            budget -= 1
-            let count: Int
-            do throws(SystemError) {
-                count = try buffer.withUnsafeMutableBytes { raw in Syscall.read(client.fd, into: raw) }.get()
-            } catch where error.wouldBlock {
-                return
-            } catch {
-                client.closed = true
-                return
-            }
-            if count == 0 {
-                client.readClosed = true
-                return
-            }
-            client.input += buffer[0..<count]
-            answerRequests(&client, now: now)
-        }
-    }
-
-    /// Answers complete requests in order while the client's unread replies stay under the high-water mark.
-    private func answerRequests(_ client: inout Client, now: Double) {
-        var consumed = false
-        while !client.closing && client.pending < Self.outputHighWater, let newline = client.input.firstIndex(of: 0x0A) {
-            let request = Request.parse(client.input[..<newline])
-            client.input.removeSubrange(...newline)
-            client.lastRequest = now
-            consumed = true
-            answer(request, to: &client, now: now)
-        }
-        if client.closing { return }
-        if client.input.isEmpty || client.hasCompleteRequest {
-            client.lineStarted = nil  // nothing unfinished, or requests waiting on us rather than on the client
-        } else {
-            if consumed || client.lineStarted == nil { client.lineStarted = now }
-            if client.input.count >= Protocol.maximumLine {
-                client.input.removeAll()
-                client.lineStarted = nil
-                answer(.failure(ProtocolError(.tooLong, "request longer than \(Protocol.maximumLine - 1) bytes; closing")), to: &client, now: now)
-                client.closing = true
-            }
-        }
-    }
-
-    private func transmit(_ client: inout Client, now: Double) {
-        while client.pending > 0 {
-            do throws(SystemError) {
-                let count = try client.output[client.sent...].withUnsafeBytes { raw in Syscall.send(client.fd, raw) }.get()
-                client.sent += count
-                client.lastWrite = now
-            } catch where error.wouldBlock {
-                break
-            } catch {
-                client.output.removeAll()
-                client.sent = 0
-                client.closed = true
-                return
-            }
-        }
-        if client.sent == client.output.count {
-            client.output.removeAll(keepingCapacity: client.output.count <= 1 << 16)
-            client.sent = 0
-        } else if client.sent >= 1 << 16 {
-            client.output.removeFirst(client.sent)
-            client.sent = 0
-        }
-    }
-
-    private func answer(_ request: Result<Request, ProtocolError>, to client: inout Client, now: Double) {
-        let lines: [ReplyLine]
-        switch request {
-        case .failure(let error): lines = [.error(error)]
-        case .success(let request): lines = handle(request, now: now)
-        }
-        var text = ""
-        for line in lines { text += line.line + "\n" }
-        client.queue(text)
-    }
-
-    // MARK: requests
-
-    func handle(_ request: Request, now: Double) -> [ReplyLine] {
-        switch request {
-        case .ping:
-            return [.ok([])]
-        case .status:
-            let records = withEntries { state in state.entries.map { ReplyLine.record(status($0, now: now).record) } } ?? []
-            return records + store.notices.map { .notice($0) } + [.ok([("instances", String(records.count))])]
-        case .get(let chain, let parameters):
-            let wanted = parameters.isEmpty ? Parameter.allCases : parameters
-            return withEntries { state -> [ReplyLine] in
-                var targets = Self.targets(state.entries, chain: chain)
-                guard !targets.isEmpty else { return [.error(noInstance(chain))] }
-                // Instances that have not run yet do not know their chain; report them only if nothing else runs.
-                if targets.contains(where: { state.entries[$0].chain >= 0 }) { targets.removeAll { state.entries[$0].chain < 0 } }
-                var seen: [Int] = []
-                var lines: [ReplyLine] = []
-                for index in targets.sorted(by: { state.entries[$0].chain < state.entries[$1].chain }) {
-                    let entry = state.entries[index]
-                    let chain = entry.chain
-                    if seen.contains(chain) { continue }
-                    seen.append(chain)
-                    for parameter in wanted {
-                        lines.append(.record(ValueRecord(chain: chain, parameter: parameter, value: entry.control.pointee.current(parameter.rawValue)).record))
-                    }
-                }
-                return lines + [.ok([])]
-            } ?? [.error(noInstance(chain))]
-        case .set(let chain, let assignments):
-            var changes: SettingsFile.Changes = [:]
-            for assignment in assignments { changes[assignment.parameter] = .some(assignment.value) }
-            return change(chain: chain, assignments: assignments, now: now, saving: changes)
-        case .reset(let chain, let parameters, let values):
-            let reset = (parameters.isEmpty ? Parameter.allCases : parameters).map { parameter in
-                Assignment(parameter, values.last { $0.parameter == parameter }?.value ?? parameter.spec.defaultValue)
-            }
-            // Forgotten, not pinned: after a restart the config's value (if it sets one) applies.
-            var changes: SettingsFile.Changes = [:]
-            for assignment in reset { changes[assignment.parameter] = .some(nil) }
-            return change(chain: chain, assignments: reset, now: now, saving: changes)
-        case .sync:
-            if let failure = store.sync(now: now) { return [.error(ProtocolError(.saveFailed, failure))] }
-            return [.ok([])]
-        }
-    }
-
-    private func change(chain: Int?, assignments: [Assignment], now: Double, saving changes: SettingsFile.Changes) -> [ReplyLine] {
-        let published = assignments.map { (index: $0.parameter.rawValue, value: $0.value) }
-        let result = withEntries { state -> (count: Int, chains: [Int]) in
-            let targets = Self.targets(state.entries, chain: chain)
-            var chains: [Int] = []
-            for index in targets {
-                state.entries[index].control.pointee.publish(published)
-                let number = state.entries[index].chain
-                if number >= 0 && !chains.contains(number) { chains.append(number) }
-            }
-            return (targets.count, chains)
-        }
-        guard let result, result.count > 0 else { return [.error(noInstance(chain))] }
-        // Recorded for saving outside the lock (the store may touch the file system).
-        for number in result.chains { store.update(chain: number, changes, now: now) }
-        return [.ok([("instances", String(result.count))])]
-    }
-
-    static func targets(_ entries: [RegistryEntry], chain: Int?) -> [Int] {
-        entries.indices.filter { chain == nil || entries[$0].chain == chain }
-    }
-
-    private func noInstance(_ chain: Int?) -> ProtocolError {
-        guard let chain else { return ProtocolError(.noInstance, "no instance runs in process \(pid)") }
-        return ProtocolError(.noInstance, "no instance of chain \(chain) (\(ChainName.name(chain))) runs in process \(pid)")
-    }
-
-    private func status(_ entry: RegistryEntry, now: Double) -> InstanceStatus {
-        let running = entry.running(now: now)
-        let meters = running ? entry.meters : MeterWindow()
-        return InstanceStatus(
-            id: entry.id, chain: entry.chain, label: entry.label, sampleRate: entry.sampleRate, channels: entry.channels,
-            latency: entry.latency, uptime: now - entry.created,
-            bypassed: entry.control.pointee.current(Parameter.bypass.rawValue) >= 0.5,
-            inputPeak: meters.inputPeak, inputRMS: meters.inputRMS, outputPeak: meters.outputPeak, outputRMS: meters.outputRMS,
-            compressorReduction: meters.compressorReduction, limiterReduction: meters.limiterReduction,
-            noiseFloor: meters.noiseFloor, speechProbability: meters.speechProbability, running: running,
-            faults: Int(truncatingIfNeeded: entry.control.pointee.faults.load(ordering: .relaxed)))
-    }
-
-    // MARK: housekeeping
-
-    /// Restores saved settings to instances whose chain became known, samples meters, saves settings.
-    /// The state files are read between two short holds of the registry lock, never under it.
-    private func maintain(now: Double) {
-        let sampleMeters = now >= nextMeter
-        if sampleMeters { nextMeter = now + Self.meterInterval }
-        let starting = withEntries { state -> [(id: Int, chain: Int)] in
-            state.entries.filter { $0.chain >= 0 && $0.restoredChain != $0.chain }.map { ($0.id, $0.chain) }
-        } ?? []
-        var saved: [Int: Settings] = [:]
-        for (_, chain) in starting where saved[chain] == nil { saved[chain] = store.settings(chain: chain) }
-        _ = withEntries { state in
-            for index in state.entries.indices {
-                let entry = state.entries[index]
-                if let settings = saved[entry.chain], entry.restoredChain != entry.chain,
-                   starting.contains(where: { $0.id == entry.id && $0.chain == entry.chain }) {
-                    if !settings.isEmpty {
-                        entry.control.pointee.publish(settings.assignments.map { (index: $0.parameter.rawValue, value: $0.value) })
-                    }
-                    state.entries[index].restoredChain = entry.chain
-                }
-                if sampleMeters { Self.sampleMeters(&state.entries[index], now: now) }
-            }
-        }
-        store.flush(now: now)
-    }
-
-    private static func sampleMeters(_ entry: inout RegistryEntry, now: Double) {
-        let block = entry.control
-        let frames = block.pointee.frames.load(ordering: .relaxed)
-        if frames != entry.lastFrames {
-            entry.lastFrames = frames
-            entry.lastProgress = now
-        }
-        let request = block.pointee.meterRequest.load(ordering: .relaxed)
-        guard block.pointee.meterAnswer.load(ordering: .acquiring) == request else { return }  // audio not running
-        if request > 0 {
-            func decibels(_ amplitude: Float) -> Float { amplitude > 0 ? 20 * log10f(amplitude) : -.infinity }
-            func meanDecibels(_ squaresBits: UInt64, _ frames: UInt64) -> Float {
-                let squares = Double(bitPattern: squaresBits)
-                return frames > 0 && squares > 0 ? Float(10 * log10(squares / Double(frames))) : -.infinity
-            }
-            let frames = block.pointee.meterFrames.load(ordering: .relaxed)
-            entry.meters.inputPeak = decibels(Float(bitPattern: block.pointee.inputPeak.load(ordering: .relaxed)))
-            entry.meters.outputPeak = decibels(Float(bitPattern: block.pointee.outputPeak.load(ordering: .relaxed)))
-            entry.meters.inputRMS = meanDecibels(block.pointee.inputSquares.load(ordering: .relaxed), frames)
-            entry.meters.outputRMS = meanDecibels(block.pointee.outputSquares.load(ordering: .relaxed), frames)
-            entry.meters.compressorReduction = Float(bitPattern: block.pointee.compressorReduction.load(ordering: .relaxed))
-            entry.meters.limiterReduction = Float(bitPattern: block.pointee.limiterReduction.load(ordering: .relaxed))
-            let floor = Float(bitPattern: block.pointee.noiseFloor.load(ordering: .relaxed))
-            let speech = Float(bitPattern: block.pointee.speechProbability.load(ordering: .relaxed))
-            entry.meters.noiseFloor = floor.isNaN ? nil : floor
-            entry.meters.speechProbability = speech.isNaN ? nil : speech
-        }
-        block.pointee.meterRequest.store(request &+ 1, ordering: .releasing)
     }
 }

@@ -128,18 +128,8 @@ struct Instance: ~Copyable {
         lastMeterRequest = request
         let meters = chain.meters
         let block = control
-        block.pointee.inputPeak.store(meters.inputPeak.bitPattern, ordering: .relaxed)
-        block.pointee.inputSquares.store(meters.inputSquares.bitPattern, ordering: .relaxed)
-        block.pointee.outputPeak.store(meters.outputPeak.bitPattern, ordering: .relaxed)
-        block.pointee.outputSquares.store(meters.outputSquares.bitPattern, ordering: .relaxed)
-        block.pointee.meterFrames.store(UInt64(truncatingIfNeeded: meters.frames &* chain.channels), ordering: .relaxed)
-        block.pointee.compressorReduction.store(meters.compressorReductionDB.bitPattern, ordering: .relaxed)
-        block.pointee.limiterReduction.store(meters.limiterReductionDB.bitPattern, ordering: .relaxed)
-        // The suppressor's estimates mean something only while it runs; NaN reads as "none".
-        let suppressing = chain.values[.nsEnable] != 0
-        block.pointee.noiseFloor.store((suppressing ? meters.noiseFloorDB : .nan).bitPattern, ordering: .relaxed)
-        block.pointee.speechProbability.store((suppressing ? meters.speechProbability : .nan).bitPattern,
-                                              ordering: .relaxed)
+        for index in 0..<Meters.capacity { block.pointee.meters[index].store(meters[index].bitPattern, ordering: .relaxed) }
+        block.pointee.meterSamples.store(UInt64(truncatingIfNeeded: meters.samples), ordering: .relaxed)
         block.pointee.meterAnswer.store(request, ordering: .releasing)
         chain.meters = Meters()
     }

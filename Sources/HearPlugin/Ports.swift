@@ -21,8 +21,6 @@ struct PortLayout {
     var latency: Int { chain &+ 1 }
     var count: Int { latency &+ 1 }
 
-    func control(_ parameter: Parameter) -> Int { firstControl &+ parameter.rawValue }
-
     func name(_ port: Int) -> String {
         let sides = channels == 1 ? [""] : [" L", " R"]
         if audioInputs.contains(port) { return "In" + sides[port] }

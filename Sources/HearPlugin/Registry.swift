@@ -11,18 +11,6 @@ import HearDSP
 import HearSystem
 import Synchronization
 
-/// Levels over the last meter window, in dBFS (reductions in dB).
-struct MeterWindow {
-    var inputPeak = -Float.infinity
-    var inputRMS = -Float.infinity
-    var outputPeak = -Float.infinity
-    var outputRMS = -Float.infinity
-    var compressorReduction: Float = 0
-    var limiterReduction: Float = 0
-    var noiseFloor: Float?
-    var speechProbability: Float?
-}
-
 /// Sendable because the server reaches `control` only under the registry's lock, and cleanup frees it only after removal.
 struct RegistryEntry: @unchecked Sendable {
     let id: Int
@@ -34,7 +22,8 @@ struct RegistryEntry: @unchecked Sendable {
     let created: Double
     /// The chain whose saved settings this instance was given, once its chain number is known.
     var restoredChain: Int?
-    var meters = MeterWindow()
+    /// The last meter window as read.
+    var meters = MeterReadings()
     /// The frame count last seen and when it last moved, to tell a running instance from a suspended one.
     var lastFrames: UInt64 = 0
     var lastProgress = -Double.infinity

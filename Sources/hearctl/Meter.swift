@@ -3,6 +3,7 @@
 import ArgumentParser
 import Foundation
 import HearControl
+import HearDSP
 
 extension Hearctl {
     struct Meter: ParsableCommand {
@@ -78,18 +79,30 @@ extension Hearctl {
             return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "]"
         }
 
+        /// The meters `bars` draws a line of its own for.
+        static let drawn: Swift.Set<HearDSP.Meter> = [.inputPeak, .inputRMS, .outputPeak, .outputRMS, .compressorReduction,
+                                                      .limiterReduction, .noiseFloor, .speechProbability]
+
         static func bars(pid: Int32, _ status: InstanceStatus) -> [String] {
             let name = "\(status.chainName) \(pid):\(status.id)"
             func level(_ label: String, _ peak: Float, _ rms: Float) -> String {
                 "  \(label) \(bar(rms, from: -60, to: 0)) rms \(Output.decibels(rms).leftPad(6)) peak \(Output.decibels(peak).leftPad(6)) dBFS"
             }
             var lines = [name + (status.bypassed ? "  (bypassed)" : "") + (status.running ? "" : "  (idle: the host is not running it)")]
-            lines.append(level("in      ", status.inputPeak, status.inputRMS))
-            lines.append(level("out     ", status.outputPeak, status.outputRMS))
-            lines.append("  comp GR  \(bar(status.compressorReduction, from: 0, to: 24)) \(Output.decibels(status.compressorReduction).leftPad(6)) dB")
-            lines.append("  limit GR \(bar(status.limiterReduction, from: 0, to: 24)) \(Output.decibels(status.limiterReduction).leftPad(6)) dB")
-            if let floor = status.noiseFloor { lines.append("  noise    \(bar(floor, from: -90, to: -20)) floor \(Output.decibels(floor)) dBFS") }
-            if let speech = status.speechProbability { lines.append("  speech   \(bar(speech * 100, from: 0, to: 100)) \(Int(speech * 100))%") }
+            let meters = status.meters
+            lines.append(level("in      ", meters[.inputPeak] ?? -.infinity, meters[.inputRMS] ?? -.infinity))
+            lines.append(level("out     ", meters[.outputPeak] ?? -.infinity, meters[.outputRMS] ?? -.infinity))
+            let compressor = meters[.compressorReduction] ?? 0, limiter = meters[.limiterReduction] ?? 0
+            lines.append("  comp GR  \(bar(compressor, from: 0, to: 24)) \(Output.decibels(compressor).leftPad(6)) dB")
+            lines.append("  limit GR \(bar(limiter, from: 0, to: 24)) \(Output.decibels(limiter).leftPad(6)) dB")
+            if let floor = meters[.noiseFloor] { lines.append("  noise    \(bar(floor, from: -90, to: -20)) floor \(Output.decibels(floor)) dBFS") }
+            if let speech = meters[.speechProbability] { lines.append("  speech   \(bar(speech * 100, from: 0, to: 100)) \(Int(speech * 100))%") }
+            // Meters without a line of their own above: their key, and a bar on their unit's scale.
+            for (meter, reading) in meters.all where !drawn.contains(meter) {
+                guard let reading else { continue }
+                let range = meter.spec.unit.barRange
+                lines.append("  \(meter.key.padding(toLength: 8, withPad: " ", startingAt: 0)) \(bar(reading, from: range.low, to: range.high)) \(meter.spec.unit.text(reading))")
+            }
             return lines
         }
     }

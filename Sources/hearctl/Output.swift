@@ -83,20 +83,6 @@ enum Output {
 
     /// One instance in `status --json` and `meter --json`.
     struct Instance: Encodable {
-        struct Levels: Encodable {
-            @Nullable var peak: Double?
-            @Nullable var rms: Double?
-        }
-
-        struct Meters: Encodable {
-            let input: Levels
-            let output: Levels
-            @Nullable var compressorReduction: Double?
-            @Nullable var limiterReduction: Double?
-            @Nullable var noiseFloor: Double?
-            @Nullable var speechProbability: Double?
-        }
-
         let pid: Int32
         let id: Int
         let chain: Int
@@ -110,7 +96,7 @@ enum Output {
         let running: Bool
         let bypass: Bool
         let faults: Int
-        let meters: Meters
+        let meters: MetersObject
 
         init(pid: Int32, _ status: InstanceStatus) {
             self.pid = pid
@@ -126,13 +112,59 @@ enum Output {
             running = status.running
             bypass = status.bypassed
             faults = status.faults
-            meters = Meters(input: Levels(peak: Output.level(status.inputPeak), rms: Output.level(status.inputRMS)),
-                            output: Levels(peak: Output.level(status.outputPeak), rms: Output.level(status.outputRMS)),
-                            compressorReduction: Output.level(status.compressorReduction),
-                            limiterReduction: Output.level(status.limiterReduction),
-                            noiseFloor: Output.level(status.noiseFloor), speechProbability: Output.level(status.speechProbability))
+            meters = MetersObject(status.meters)
         }
     }
+
+    /// Every meter under its name in the table (HearDSP/Meters.swift), a dot in the name nesting it
+    /// (`input.peak` is `{"input": {"peak": ...}}`); null where nothing was measured.
+    struct MetersObject: Encodable {
+        indirect enum Node: Encodable {
+            case reading(Double?)
+            case object([String: Node])
+
+            func encode(to encoder: any Encoder) throws {
+                switch self {
+                case .reading(let value):
+                    var container = encoder.singleValueContainer()
+                    if let value { try container.encode(value) } else { try container.encodeNil() }
+                case .object(let members):
+                    var container = encoder.container(keyedBy: Key.self)
+                    for (name, node) in members { try container.encode(node, forKey: Key(name)) }
+                }
+            }
+        }
+
+        struct Key: CodingKey {
+            let stringValue: String
+            init(_ name: String) { stringValue = name }
+            init?(stringValue: String) { self.stringValue = stringValue }
+            var intValue: Int? { nil }
+            init?(intValue: Int) { nil }
+        }
+
+        let root: Node
+
+        init(_ meters: MeterReadings) {
+            func insert(_ value: Double?, at path: ArraySlice<String>, into members: inout [String: Node]) {
+                guard let first = path.first else { return }
+                if path.count == 1 { members[first] = .reading(value); return }
+                var inner: [String: Node] = [:]
+                if case .object(let existing)? = members[first] { inner = existing }
+                insert(value, at: path.dropFirst(), into: &inner)
+                members[first] = .object(inner)
+            }
+            var members: [String: Node] = [:]
+            for (meter, reading) in meters.all { insert(Output.level(reading), at: meter.namePath[...], into: &members) }
+            root = .object(members)
+        }
+
+        func encode(to encoder: any Encoder) throws { try root.encode(to: encoder) }
+    }
+
+    /// The meters the status table has fixed columns for.
+    static let tabulated: Set<Meter> = [.inputPeak, .inputRMS, .outputPeak, .outputRMS, .compressorReduction, .limiterReduction,
+                                        .noiseFloor, .speechProbability]
 
     static func decibels(_ value: Float) -> String {
         value.isFinite ? String(format: "%.1f", value) : "-inf"
@@ -174,15 +206,19 @@ enum Output {
         var text = table(rows)
         let running = statuses.filter(\.status.running)
         if !running.isEmpty {
-            var meters = [["CHAIN", "PID:ID", "IN PK/RMS", "OUT PK/RMS", "COMP GR", "LIM GR", "NOISE", "SPEECH"]]
+            // Meters the fixed columns do not show get a column of their own, headed by their key.
+            let others = Meter.allCases.filter { !tabulated.contains($0) }
+            var meters = [["CHAIN", "PID:ID", "IN PK/RMS", "OUT PK/RMS", "COMP GR", "LIM GR", "NOISE", "SPEECH"] + others.map { $0.key.uppercased() }]
             for (pid, status) in running {
+                let readings = status.meters
+                func level(_ meter: Meter) -> String { decibels(readings[meter] ?? -.infinity) }
                 meters.append([
                     status.chainName, "\(pid):\(status.id)",
-                    "\(decibels(status.inputPeak))/\(decibels(status.inputRMS))", "\(decibels(status.outputPeak))/\(decibels(status.outputRMS))",
-                    decibels(status.compressorReduction), decibels(status.limiterReduction),
-                    status.noiseFloor.map { "\(decibels($0))" } ?? "n/a",
-                    status.speechProbability.map { String(format: "%.0f%%", $0 * 100) } ?? "n/a",
-                ])
+                    "\(level(.inputPeak))/\(level(.inputRMS))", "\(level(.outputPeak))/\(level(.outputRMS))",
+                    decibels(readings[.compressorReduction] ?? 0), decibels(readings[.limiterReduction] ?? 0),
+                    readings[.noiseFloor].map { "\(decibels($0))" } ?? "n/a",
+                    readings[.speechProbability].map { String(format: "%.0f%%", $0 * 100) } ?? "n/a",
+                ] + others.map { $0.spec.unit.text(readings[$0]) })
             }
             text += "\n\nlevels and noise floor in dBFS, gain reduction (GR) in dB\n" + table(meters)
         }
@@ -228,5 +264,26 @@ struct Nullable<Value: Encodable>: Encodable {
         if let number = value as? Double, !number.isFinite { return try container.encodeNil() }
         if let number = value as? Float, !number.isFinite { return try container.encodeNil() }
         try container.encode(value)
+    }
+}
+
+extension MeterUnit {
+    /// A reading as people read it: a number and its unit; `n/a` when not measured.
+    func text(_ reading: Float?) -> String {
+        guard let reading else { return "n/a" }
+        switch self {
+        case .amplitude, .squares, .level: return Output.decibels(reading) + " dBFS"
+        case .reduction: return Output.decibels(reading) + " dB"
+        case .fraction: return String(format: "%.0f%%", reading * 100)
+        }
+    }
+
+    /// The span of a bar for this unit, in the reading's own scale.
+    var barRange: (low: Float, high: Float) {
+        switch self {
+        case .amplitude, .squares, .level: return (-60, 0)
+        case .reduction: return (0, 24)
+        case .fraction: return (0, 1)
+        }
     }
 }

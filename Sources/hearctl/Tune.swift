@@ -175,8 +175,8 @@ struct TuneSession {
         }
         var lines = Hearctl.Meter.bars(pid: pid, status)
         lines[0] = "meters \(lines[0])"
-        if status.noiseFloor == nil { lines.append("  noise    floor n/a (noise suppression off)") }
-        if status.speechProbability == nil { lines.append("  speech   n/a (noise suppression off)") }
+        if status.meters[.noiseFloor] == nil { lines.append("  noise    floor n/a (noise suppression off)") }
+        if status.meters[.speechProbability] == nil { lines.append("  speech   n/a (noise suppression off)") }
         return lines
     }
 

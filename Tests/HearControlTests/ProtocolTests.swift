@@ -155,8 +155,10 @@ import TestSupport
 
     @Test func instanceStatusRoundTrips() throws {
         let status = InstanceStatus(id: 3, chain: 2, label: "hear_stereo", sampleRate: 48000, channels: 2, latency: 48, uptime: 12.5,
-                                    bypassed: true, inputPeak: -12.5, inputRMS: -20, outputPeak: -1, outputRMS: -.infinity,
-                                    compressorReduction: 3.5, limiterReduction: 0, noiseFloor: nil, speechProbability: 0.5,
+                                    bypassed: true,
+                                    meters: MeterReadings([.inputPeak: -12.5, .inputRMS: -20, .outputPeak: -1, .outputRMS: -.infinity,
+                                                           .compressorReduction: 3.5, .limiterReduction: 0, .noiseFloor: nil,
+                                                           .speechProbability: 0.5]),
                                     running: false, faults: 2)
         let line = ReplyLine.record(status.record).line
         #expect(line.hasSuffix(" faults=2"))

@@ -134,17 +134,17 @@ import TestSupport
         var chain = Chain(sampleRate: rate, channels: 1, values: values([.compThreshold: -30, .compRatio: 4, .eqHighPassEnable: 0, .nsEnable: 0]))
         let loud = Signals.square(frequency: 100, rate: rate, seconds: 0.5, amplitude: 0.5)  // -6 dBFS
         _ = process(&chain, loud)
-        #expect(abs(20 * log10(Double(chain.meters.inputPeak)) + 6.02) < 0.01)
-        #expect(abs(chain.meters.compressorReductionDB - 18) < 0.1)  // (1/4 - 1)(-6 + 30)
-        #expect(abs(10 * log10(chain.meters.inputSquares / Double(chain.meters.frames)) + 6.02) < 0.01)
-        #expect(chain.meters.frames == loud.count)
+        #expect(abs(20 * log10(chain.meters[.inputPeak]) + 6.02) < 0.01)
+        #expect(abs(chain.meters[.compressorReduction] - 18) < 0.1)  // (1/4 - 1)(-6 + 30)
+        #expect(abs(10 * log10(chain.meters[.inputRMS] / Double(chain.meters.samples)) + 6.02) < 0.01)
+        #expect(chain.meters.samples == loud.count)
         chain.meters = Meters()
         _ = process(&chain, [Float](repeating: 0, count: 48000))
-        #expect(chain.meters.inputPeak == 0)
+        #expect(chain.meters[.inputPeak] == 0)
         // Released after a second of silence: the meter shows only what happened since the clear.
-        #expect(chain.meters.compressorReductionDB > 17)
+        #expect(chain.meters[.compressorReduction] > 17)
         chain.meters = Meters()
         _ = process(&chain, [Float](repeating: 0, count: 4800))
-        #expect(chain.meters.compressorReductionDB < 0.001)
+        #expect(chain.meters[.compressorReduction] < 0.001)
     }
 }

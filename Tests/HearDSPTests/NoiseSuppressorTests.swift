@@ -441,7 +441,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
             chain.process(inLeft: $0.baseAddress!, inRight: nil, outLeft: $0.baseAddress!, outRight: nil, frames: 48000)
         }
         #expect(signal.allSatisfy { $0.isFinite && abs($0) <= 1 })
-        #expect(chain.meters.noiseFloorDB.isFinite && chain.meters.speechProbability.isFinite)
+        #expect(chain.meters[.noiseFloor].isFinite && chain.meters[.speechProbability].isFinite)
     }
 }
 

@@ -446,8 +446,8 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
         try Plant.directory(sandbox.runtime, mode: 0o777)
         // A server with one instance of chain 1: hearctl asks for its status first, to know the chains.
         let instance = InstanceStatus(id: 1, chain: 1, label: "hear_mono", sampleRate: 48000, channels: 1, latency: 256, uptime: 1,
-                                      bypassed: false, inputPeak: -20, inputRMS: -23, outputPeak: -20, outputRMS: -23,
-                                      compressorReduction: 0, limiterReduction: 0, noiseFloor: nil, speechProbability: nil)
+                                      bypassed: false,
+                                      meters: MeterReadings([.inputPeak: -20, .inputRMS: -23, .outputPeak: -20, .outputRMS: -23]))
         let fake = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: getpid())) { client, server in
             FakeServer.greet(client)
             while let request = server.readRequest(client) {
@@ -528,8 +528,9 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
         try Plant.directory(sandbox.runtime, mode: 0o700)
         let hostile = "\u{1B}]0;owned\u{07}\u{1B}[2J\u{9B}31m\u{202E}evil"
         let record = InstanceStatus(id: 1, chain: 1, label: "hear\u{1B}[5mmono", sampleRate: 48000, channels: 1, latency: 0, uptime: 1,
-                                    bypassed: false, inputPeak: -20, inputRMS: -23, outputPeak: -20, outputRMS: -23,
-                                    compressorReduction: 0, limiterReduction: 0, noiseFloor: nil, speechProbability: nil, running: true).record
+                                    bypassed: false,
+                                    meters: MeterReadings([.inputPeak: -20, .inputRMS: -23, .outputPeak: -20, .outputRMS: -23]),
+                                    running: true).record
         let server = try FakeServer(path: sandbox.runtime + "/" + SocketPath.socketName(pid: getpid())) { client, server in
             FakeServer.greet(client)
             while let request = server.readRequest(client) {

@@ -1,0 +1,220 @@
+// The control server's clients (ControlServer.swift), served from one poll() loop on non-blocking
+// sockets, each bounded:
+//   - a request line must be complete within `requestTimeout` of its first byte (slow senders are
+//     answered `error timeout` and closed);
+//   - requests are answered in order; while a client has `outputHighWater` bytes of replies
+//     unread the server stops reading its requests (backpressure), so a pipeline of any length
+//     is answered in full, and a client whose replies do not drain for `writeTimeout` is dropped;
+//   - end of input (SHUT_WR) stops reading but the replies already owed still go out; a peer that
+//     has closed both ways (POLLHUP) is dropped at once; no event is left pending, so the loop
+//     never spins;
+//   - a client silent for `idleTimeout` is closed; with every slot taken, a newcomer evicts the
+//     client idle the longest (at least `evictAfter`), else it is told `error busy`.
+
+import Glibc
+import HearControl
+import HearSystem
+
+extension ControlServer {
+    struct Client {
+        let fd: Int32
+        var input: [UInt8] = []
+        var output: [UInt8] = []
+        /// Bytes of `output` already sent.
+        var sent = 0
+        /// The peer shut down its sending side: no more requests, but the replies owed still go out.
+        var readClosed = false
+        /// Close once the pending output is written (after a fatal request error).
+        var closing = false
+        var closed = false
+        /// When the first byte of the unfinished request line arrived.
+        var lineStarted: Double?
+        /// The last complete request (or the connection).
+        var lastRequest: Double
+        /// The last progress in writing replies (or when replies started to wait).
+        var lastWrite: Double
+
+        init(fd: Int32, now: Double) {
+            self.fd = fd
+            lastRequest = now
+            lastWrite = now
+        }
+
+        var pending: Int { output.count - sent }
+        var hasCompleteRequest: Bool { input.contains(0x0A) }
+        var wantsInput: Bool {
+            !readClosed && !closing && !closed && input.count < Protocol.maximumLine && pending < ControlServer.outputHighWater
+        }
+        var idle: Bool { pending == 0 && !hasCompleteRequest }
+
+        mutating func queue(_ text: String) {
+            if pending == 0 { lastWrite = Syscall.now() }
+            output += Array(text.utf8)
+        }
+    }
+
+    func acceptClients(now: Double) {
+        guard let listener else { return }
+        while true {
+            let fd: Int32
+            do throws(SystemError) {
+                guard let accepted = try Syscall.accept(listener.fd) else { return }
+                fd = accepted
+            } catch {
+                // Out of descriptors, say: the listener stays readable, so stop polling it a moment instead of spinning.
+                store.report("control server: \(error)")
+                acceptPausedUntil = now + 0.1
+                return
+            }
+            var refusal: ReplyLine?
+            let peer = try? Syscall.peerCredentials(fd)
+            if peer?.uid != uid {
+                refusal = .error(ProtocolError(.denied, "peer uid \(peer.map { String($0.uid) } ?? "unknown") is not the server's uid \(uid)"))
+            } else if clients.count >= Self.maximumClients && !evictIdleClient(now: now) {
+                refusal = .error(ProtocolError(.busy, "the server already serves \(Self.maximumClients) clients; try again"))
+            }
+            if let refusal {
+                // Best effort, never waiting: refused peers get one line and the door.
+                let bytes = Array((refusal.line + "\n").utf8)
+                _ = bytes.withUnsafeBytes { raw in Syscall.send(fd, raw) }
+                Syscall.close(fd)
+                continue
+            }
+            var client = Client(fd: fd, now: now)
+            client.queue(Greeting(pid: pid).line + "\n")
+            transmit(&client, now: now)
+            clients.append(client)
+        }
+    }
+
+    /// Makes room by closing the client idle the longest, if one has been idle `evictAfter`.
+    func evictIdleClient(now: Double) -> Bool {
+        let candidates = clients.indices.filter { clients[$0].idle && !clients[$0].closed && now - clients[$0].lastRequest >= Self.evictAfter }
+        guard let victim = candidates.min(by: { clients[$0].lastRequest < clients[$1].lastRequest }) else { return false }
+        let line = ReplyLine.error(ProtocolError(.busy, "closing this connection, idle for \(Int(now - clients[victim].lastRequest)) s, to serve a new client"))
+        let bytes = Array((line.line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { raw in Syscall.send(clients[victim].fd, raw) }
+        Syscall.close(clients[victim].fd)
+        clients.remove(at: victim)
+        return true
+    }
+
+    /// One client's turn: read what it sent, answer complete requests while its replies drain,
+    /// write, and apply the deadlines.
+    func service(_ client: inout Client, revents: Int16, now: Double) {
+        if revents & Int16(POLLERR | POLLNVAL) != 0 { client.closed = true; return }
+        if revents & Int16(POLLIN | POLLHUP) != 0 && client.wantsInput { receive(&client, now: now) }
+        answerRequests(&client, now: now)
+        if revents & Int16(POLLHUP) != 0 {
+            // Closed both ways: nobody will read the replies (requests it sent are answered above, so a `set` still applies).
+            client.closed = true
+            return
+        }
+        // Written, then more queued requests answered into the room that made, then written again.
+        if client.pending > 0 { transmit(&client, now: now) }
+        if !client.closed && client.hasCompleteRequest {
+            answerRequests(&client, now: now)
+            if client.pending > 0 { transmit(&client, now: now) }
+        }
+        if client.closed { return }
+        if let started = client.lineStarted, now - started > Self.requestTimeout, !client.closing {
+            client.input.removeAll()
+            client.lineStarted = nil
+            client.queue(ReplyLine.error(ProtocolError(.timeout, "request not completed within \(Int(Self.requestTimeout)) s; closing")).line + "\n")
+            client.closing = true
+            transmit(&client, now: now)
+        }
+        if client.pending > 0 {
+            if now - client.lastWrite > Self.writeTimeout { client.closed = true }
+        } else if client.closing {
+            client.closed = true
+        } else if client.readClosed && !client.hasCompleteRequest {
+            client.closed = true
+        } else if client.lineStarted == nil && !client.hasCompleteRequest && now - client.lastRequest > Self.idleTimeout {
+            client.closed = true
+        }
+    }
+
+    func receive(_ client: inout Client, now: Double) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        // At most this many reads per client per round, so a fast talker cannot starve the others.
+        var budget = 16
+        while client.wantsInput && budget > 0 {
+            budget -= 1
+            let count: Int
+            do throws(SystemError) {
+                count = try buffer.withUnsafeMutableBytes { raw in Syscall.read(client.fd, into: raw) }.get()
+            } catch where error.wouldBlock {
+                return
+            } catch {
+                client.closed = true
+                return
+            }
+            if count == 0 {
+                client.readClosed = true
+                return
+            }
+            client.input += buffer[0..<count]
+            answerRequests(&client, now: now)
+        }
+    }
+
+    /// Answers complete requests in order while the client's unread replies stay under the high-water mark.
+    func answerRequests(_ client: inout Client, now: Double) {
+        var consumed = false
+        while !client.closing && client.pending < Self.outputHighWater, let newline = client.input.firstIndex(of: 0x0A) {
+            let request = Request.parse(client.input[..<newline])
+            client.input.removeSubrange(...newline)
+            client.lastRequest = now
+            consumed = true
+            answer(request, to: &client, now: now)
+        }
+        if client.closing { return }
+        if client.input.isEmpty || client.hasCompleteRequest {
+            client.lineStarted = nil  // nothing unfinished, or requests waiting on us rather than on the client
+        } else {
+            if consumed || client.lineStarted == nil { client.lineStarted = now }
+            if client.input.count >= Protocol.maximumLine {
+                client.input.removeAll()
+                client.lineStarted = nil
+                answer(.failure(ProtocolError(.tooLong, "request longer than \(Protocol.maximumLine - 1) bytes; closing")), to: &client, now: now)
+                client.closing = true
+            }
+        }
+    }
+
+    func transmit(_ client: inout Client, now: Double) {
+        while client.pending > 0 {
+            do throws(SystemError) {
+                let count = try client.output[client.sent...].withUnsafeBytes { raw in Syscall.send(client.fd, raw) }.get()
+                client.sent += count
+                client.lastWrite = now
+            } catch where error.wouldBlock {
+                break
+            } catch {
+                client.output.removeAll()
+                client.sent = 0
+                client.closed = true
+                return
+            }
+        }
+        if client.sent == client.output.count {
+            client.output.removeAll(keepingCapacity: client.output.count <= 1 << 16)
+            client.sent = 0
+        } else if client.sent >= 1 << 16 {
+            client.output.removeFirst(client.sent)
+            client.sent = 0
+        }
+    }
+
+    func answer(_ request: Result<Request, ProtocolError>, to client: inout Client, now: Double) {
+        let lines: [ReplyLine]
+        switch request {
+        case .failure(let error): lines = [.error(error)]
+        case .success(let request): lines = handle(request, now: now)
+        }
+        var text = ""
+        for line in lines { text += line.line + "\n" }
+        client.queue(text)
+    }
+}
