@@ -4,7 +4,7 @@
 // is measured exactly rather than guessed from the mixture.
 
 import Testing
-@testable import HearDSP
+import HearDSP
 
 /// Deterministic noise (LCG), white and pink (Kellet's filter), and the speech-like source.
 struct SignalMaker {
