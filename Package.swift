@@ -62,7 +62,8 @@ let package = Package(
         .target(name: "CMallocCounter"),
         // Training features for the learned noise suppressor, computed by the suppressor itself (`make train`).
         .executableTarget(name: "hear-features", dependencies: ["HearDSP"]),
-        // A real-time LADSPA host of the project's own: the control and fault tests run libhear.so in it.
+        // The project's own LADSPA host: the control and fault tests run libhear.so in it in real time;
+        // `hear-host bench` runs any plugin offline and times its run() calls (make bench, make eval).
         .executableTarget(name: "hear-host", dependencies: ["CLADSPA", "CMallocCounter", "HearSystem"]),
         .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "HearControl", "HearCLI", "CHearModel", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "HearCLI", "HearSystem", "CLADSPA", "CMallocCounter", "TestSupport"]),

@@ -1,23 +1,22 @@
 #!/usr/bin/env bash
 # make bench: ns per sample of each hear stage and of the chain, at 48 kHz in blocks of 256, next
 # to Debian's reference plugins (swh sc4m and mbeq, lsp compressor_mono), all loaded by dlopen
-# and driven by the same host (ladspa-bench) in one run, interleaved, median of $ROUNDS rounds.
+# and driven by the same host (`hear-host bench`, which times run() alone) in one run, interleaved,
+# median of $ROUNDS rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PLUGIN=${HEAR_PLUGIN:-$PWD/.build/release/libhear.so}
-BENCH_SRC=${LADSPA_BENCH_SRC:-$PWD/../shared/tools/ladspa-bench.c}
-BENCH=.build/ladspa-bench
+HOST=${HEAR_HOST:-$PWD/.build/release/hear-host}
 ROUNDS=${ROUNDS:-5}
 SECONDS_OF_AUDIO=${BENCH_SECONDS:-30}
 LADSPA_DIR=/usr/lib/ladspa
 
-[ -f "$BENCH_SRC" ] || { echo "bench: the host source $BENCH_SRC is missing (set LADSPA_BENCH_SRC)" >&2; exit 1; }
+[ -x "$HOST" ] || { echo "bench: $HOST is missing: run make first" >&2; exit 1; }
 for f in "$LADSPA_DIR/sc4m_1916.so" "$LADSPA_DIR/mbeq_1197.so" "$LADSPA_DIR/lsp-plugins-ladspa-1.2.5.so"; do
   [ -f "$f" ] || { echo "bench: $f is missing: apt-get install swh-plugins lsp-plugins-ladspa" >&2; exit 1; }
 done
 mkdir -p .build
-gcc -O2 -o "$BENCH" "$BENCH_SRC" -ldl -lm
 
 OFF="ns.enable=0 eq.enable=0 comp.enable=0 limit.enable=0"
 # Every EQ band doing something, so the EQ figure is its full cost, not the default high-pass alone.
@@ -63,7 +62,7 @@ declare -A RESULTS
 for ((round = 0; round < ROUNDS; round++)); do
   for i in "${!CMDS[@]}"; do
     # shellcheck disable=SC2086
-    ns=$("$BENCH" -s "$SECONDS_OF_AUDIO" -b 256 -r 48000 ${CMDS[$i]} 2>/dev/null | sed -n 's/.*: \([0-9.]*\) ns\/sample\/ch.*/\1/p')
+    ns=$("$HOST" bench -s "$SECONDS_OF_AUDIO" -b 256 -r 48000 ${CMDS[$i]} 2>/dev/null | sed -n 's/.*: \([0-9.]*\) ns\/sample\/ch.*/\1/p')
     RESULTS[$i]="${RESULTS[$i]:-} $ns"
   done
 done

@@ -12,8 +12,8 @@ public struct Chain: ~Copyable {
     public let tickLength: Int
     public private(set) var values: ParameterValues
 
-    var noiseSuppressor: NoiseSuppressor
-    var equalizer: Equalizer
+    package var noiseSuppressor: NoiseSuppressor
+    package var equalizer: Equalizer
     // The hearing profile (six-band compressor) sits after the EQ, which shapes the voice (cuts
     // rumble, say) before any level is measured, and before the broadband compressor: its band
     // levels must see the signal as it is, not after one loud band has pulled every band down. A
@@ -23,7 +23,7 @@ public struct Chain: ~Copyable {
     let multibandOvershootDB: Double
     var compressor: Compressor
     var limiter: Limiter
-    var outputGain: Glide
+    package var outputGain: Glide
     /// The maximum output (mb.mpo) as a sample magnitude: the last clamp, whatever else is set.
     var maximumOutput: Float = 1
     /// 1 = processed, 0 = bypassed.

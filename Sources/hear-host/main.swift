@@ -1,4 +1,7 @@
-// hear-host: a real-time LADSPA host for the control tests. It dlopens libhear.so, runs one
+// hear-host: the project's LADSPA host, in two modes.
+//   hear-host bench ...   runs any LADSPA plugin offline and times its run() calls alone
+//                         (make bench, make eval; Bench.swift gives its options and output).
+// Otherwise it is the real-time host of the control tests: it dlopens libhear.so, runs one
 // instance on a thread that paces blocks against the monotonic clock (as PipeWire's graph does),
 // feeds it a sine, records every output sample with its block's start time, counts heap
 // allocations and non-finite samples on that audio thread, and stops cleanly on SIGTERM or SIGINT.
@@ -44,6 +47,10 @@ func now() -> Double {
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("hear-host: \(message)\n".utf8))
     exit(1)
+}
+
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "bench" {
+    runBench(Array(CommandLine.arguments.dropFirst(2)))
 }
 
 var options: [String: String] = [:]
@@ -184,21 +191,7 @@ for port in 0..<portCount {
     let kind = descriptor.pointee.PortDescriptors[port]
     let name = String(cString: descriptor.pointee.PortNames[port]!)
     if kind & LADSPA_PORT_CONTROL != 0 {
-        let hint = descriptor.pointee.PortRangeHints[port]
-        let lo = hint.LowerBound, hi = hint.UpperBound
-        let logarithmic = hint.HintDescriptor & LADSPA_HINT_LOGARITHMIC != 0 && lo > 0
-        func between(_ w: Float) -> Float { logarithmic ? exp(log(lo) * (1 - w) + log(hi) * w) : lo * (1 - w) + hi * w }
-        switch hint.HintDescriptor & LADSPA_HINT_DEFAULT_MASK {
-        case LADSPA_HINT_DEFAULT_MINIMUM: controlValues[port] = lo
-        case LADSPA_HINT_DEFAULT_LOW: controlValues[port] = between(0.25)
-        case LADSPA_HINT_DEFAULT_MIDDLE: controlValues[port] = between(0.5)
-        case LADSPA_HINT_DEFAULT_HIGH: controlValues[port] = between(0.75)
-        case LADSPA_HINT_DEFAULT_MAXIMUM: controlValues[port] = hi
-        case LADSPA_HINT_DEFAULT_1: controlValues[port] = 1
-        case LADSPA_HINT_DEFAULT_100: controlValues[port] = 100
-        case LADSPA_HINT_DEFAULT_440: controlValues[port] = 440
-        default: controlValues[port] = 0
-        }
+        controlValues[port] = ladspaDefault(descriptor.pointee.PortRangeHints[port], rate: rate)
         if name == "chain" { controlValues[port] = chain }
         for (key, value) in controls where key == name { controlValues[port] = value }
         descriptor.pointee.connect_port(handle, UInt(port), controlValues + port)

@@ -1,7 +1,7 @@
 // A non-finite sample produced inside the chain, not at its input: the
 // output stage silences it, every stage restarts, the chain counts it, and audio resumes.
 
-@testable import HearDSP
+import HearDSP
 import Testing
 import TestSupport
 

@@ -1,6 +1,6 @@
 // The chain's gain cap (mb.maxgain) against the equalizer's boosts.
 
-@testable import HearDSP
+import HearDSP
 import Testing
 import TestSupport
 

@@ -4,7 +4,7 @@
 // measure with the mask replaced by unit gains, so a model that does nothing fails it.
 
 import Testing
-@testable import HearDSP
+import HearDSP
 
 func learnedValues(_ changes: [Parameter: Float] = [:]) -> ParameterValues {
     var values = ParameterValues()

@@ -5,7 +5,7 @@
 
 import Testing
 import TestSupport
-@testable import HearDSP
+import HearDSP
 
 /// Deterministic noise from the tests' seeded generator (TestSupport), white and pink (Kellet's
 /// filter), and the speech-like source.

@@ -2,7 +2,7 @@
 // pitch period or two of a voice, held through the pauses of a phrase.
 
 import Testing
-@testable import HearDSP
+import HearDSP
 
 /// Key clicks over a faint pink floor: decaying bursts (3 ms) with most of their energy above
 /// 1 kHz, about seven a second, each followed by a softer release 80 ms later.

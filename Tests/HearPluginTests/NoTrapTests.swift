@@ -2,7 +2,10 @@
 // the PipeWire daemon silences the whole desktop. Bounds-checked subscripts, overflow-checked
 // arithmetic, float-to-int conversions, force unwraps and preconditions all compile to a trap
 // instruction (`ud2` on x86-64, `brk` on arm64), so their absence is read from the release object
-// code with objdump (binutils, which the toolchain needs anyway):
+// code with objdump (binutils, which the toolchain needs anyway). The objects read are those linked
+// into .build/release/libhear.so, the plugin `make` ships: `make test` compiles the tests against
+// that build (`swift test --disable-testable-imports`), so nothing is compiled a second time with
+// testability; the test checks that the objects came from that build. It reads
 //   - every function in HearDSP's objects (the stages, their init and the shared primitives),
 //   - every function the plugin's real-time entry points (run, activate, connect_port) reach
 //     through direct calls, in the plugin's, HearDSP's, HearControl's and HearSystem's objects;
@@ -129,9 +132,20 @@ func demangled(_ names: [String]) -> [String: String] {
         "sinf", "cosf", "expf", "exp2f", "logf", "log2f", "log10f", "powf", "sqrtf", "truncf", "floorf", "ceilf",
     ]
 
-    /// The release objects of `target`, one per source file (`swift test -c release` and `make test`
-    /// build them first).
+    static let plugin = build.appendingPathComponent("libhear.so")
+
+    /// The release objects of `target`, one per source file, as linked into libhear.so (`make` builds
+    /// them): compiled without testability and no newer than the plugin.
     static func objects(_ target: String) throws -> [String] {
+        // The last release build's commands (SwiftPM's llbuild manifest): the objects come from the
+        // command naming the module, which a build with testability would give -enable-testing.
+        let manifest = try String(contentsOf: root.appendingPathComponent(".build/release.yaml"), encoding: .utf8)
+        let commands = manifest.split(separator: "\n").filter { $0.contains("args:") && $0.contains("\"-module-name\",\"\(target)\",") }
+        #expect(!commands.isEmpty, "no compile command for \(target) in .build/release.yaml")
+        #expect(!commands.contains { $0.contains("\"-enable-testing\"") },
+                "\(target) was last compiled with testability, unlike libhear.so: run the tests with `make test` or `swift test -c release --disable-testable-imports`")
+        let pluginDate = try #require(FileManager.default.attributesOfItem(atPath: plugin.path)[.modificationDate] as? Date,
+                                      "\(plugin.path) is missing: build it first (`make`)")
         let sources = root.appendingPathComponent("Sources/\(target)")
         let files = try #require(FileManager.default.subpaths(atPath: sources.path)).filter { $0.hasSuffix(".swift") }
         #expect(!files.isEmpty, "no sources in \(sources.path)")
@@ -140,8 +154,11 @@ func demangled(_ names: [String]) -> [String: String] {
             let name = URL(fileURLWithPath: file).lastPathComponent
             let object = build.appendingPathComponent("\(target).build/\(name).o").path
             let exists = FileManager.default.fileExists(atPath: object)
-            #expect(exists, "\(object) is missing: build in release first (`swift test -c release`, `make test`)")
-            if exists { objects.append(object) }
+            #expect(exists, "\(object) is missing: build in release first (`make`)")
+            guard exists else { continue }
+            let date = try #require(FileManager.default.attributesOfItem(atPath: object)[.modificationDate] as? Date)
+            #expect(date <= pluginDate, "\(object) is newer than libhear.so: it is not the code the plugin holds (build with `make`, then test with `make test`)")
+            objects.append(object)
         }
         return objects
     }

@@ -1,13 +1,13 @@
 """Two measurements EVALUATION.md cites, outside the suppressor itself.
 
-  python analysis.py voicing   how well a pitch (the gate's voicing feature) tells a talker from
+  python -m hear_training.analysis voicing   how well a pitch (the gate's voicing feature) tells a talker from
                                noise: share of frames above the threshold and the median, per noise
                                alone and for a talker's voiced frames in that noise, per SNR
-  python analysis.py mask      how wide a unity mask around a steady sinusoid must be for it to
+  python -m hear_training.analysis mask      how wide a unity mask around a steady sinusoid must be for it to
                                keep its level through the suppressor's analysis/synthesis windows
 
 Both model hear at 48 kHz (N = 1024, M = 128) in numpy; run with the evaluation's venv
-(`make eval` creates it): cd Tests/Evaluation && ../../.build/eval-venv/bin/python analysis.py voicing
+(`make eval-deps` creates it), from the repository: .build/venv/bin/python -m hear_training.analysis voicing
 """
 
 import os
@@ -57,7 +57,7 @@ def frame_energy(x):
 
 
 def voicing(threshold=0.6):
-    cache = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../.build/eval-cache")
+    cache = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), ".build", "eval-cache")
     clips, clean_only, noise_only = corpus.build(cache)
     w = analysis_window()
     print(f"noise alone: share of updates with a pitch peak >= {threshold}, median")

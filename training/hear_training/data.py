@@ -1,6 +1,6 @@
 """Training and validation examples for the learned noise suppressor: pairs of speech and noise.
 
-    python3 data.py --split train --out DIR --clips 2000 --seconds 8 --seed 1
+    python3 -m hear_training.data --split train --out DIR --clips 2000 --seconds 8 --seed 1
 
 writes DIR/NNNNNN-clean.f32 and DIR/NNNNNN-noise.f32 (raw little-endian float32, mono, 48 kHz
 or --rate, equal length; the model's input is their sum, its target the clean file) and
@@ -31,7 +31,7 @@ A clip, by construction:
   - Levels: active speech level -45...0 dBFS, then scaled down as a whole if the sum would peak
     above -1 dBFS (headroom); SNR (active speech level over the clip's mean noise power) -5...25 dB,
     30-40 dB on 10 % of clips. Noise alone: -65...-15 dBFS.
-  - Noise, generated here (own generators and parameter ranges, not Tests/Evaluation/corpus.py):
+  - Noise, generated here (own generators and parameter ranges, not corpus.py):
       stationary: white, pink, brown (random spectral slope), fan (broadband + blade tones),
         hum (50/60 Hz and harmonics, sometimes buzzy), hvac (rumble + air);
       non-stationary: keyboard (key down/up clicks that ring or clatter, space bar, typing

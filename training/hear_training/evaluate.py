@@ -6,7 +6,7 @@ and TTS voices (the original set). Runs every method on the same clips (each cli
 at the method's own rate), compensates each method's delay (measured by cross-correlation on each
 set's clean speech), and prints the tables kept in EVALUATION.md, one block per set.
 
-    python evaluate.py [--set recorded|tts|all] [--only hear,RNNoise] [--controls ns.reduction=30]
+    python -m hear_training.evaluate [--set recorded|tts|all] [--only hear,RNNoise] [--controls ns.reduction=30]
 
 Metrics, on the utterance after a 1 s noise lead-in (every method gets the same lead-in):
   PESQ-WB and STOI at 16 kHz against the clean utterance (mean, by noise, by SNR, by talker; and the
@@ -218,7 +218,7 @@ CPU_CASES = {
 
 
 def cpu_comparison(args, clips, rounds=5, seconds=10):
-    """The full chain at its defaults in each noise-suppression mode (ladspa-bench, built-in signal,
+    """The full chain at its defaults in each noise-suppression mode (`hear-host bench`, built-in signal,
     256-sample blocks unless named) and RNNoise (ctypes) timed in alternation, so that whatever else
     the machine does weighs on all alike; medians in ns per sample."""
     audio = np.concatenate([c["noisy"] for c in clips])[: seconds * corpus.RATE]
@@ -228,9 +228,9 @@ def cpu_comparison(args, clips, rounds=5, seconds=10):
         for case, extra in CPU_CASES.items():
             options = [a for a in extra if "=" not in a]
             controls = [a for a in extra if "=" in a]
-            out = subprocess.run([args.bench, "-s", str(seconds), "-r", "48000"] + options + [args.plugin, "hear_mono"]
-                                 + controls, check=True, capture_output=True, text=True).stdout
-            chain[case].append(float(out.split(":")[1].split("ns/sample")[0]))
+            out = subprocess.run([args.host, "bench", "-s", str(seconds), "-r", "48000"] + options
+                                 + [args.plugin, "hear_mono"] + controls, check=True, capture_output=True, text=True).stdout
+            chain[case].append(methods.run_time_ns(out))
         rnnoise.seconds, rnnoise.samples = 0.0, 0
         rnnoise.process(audio)
         reference.append(rnnoise.seconds / rnnoise.samples * 1e9)
@@ -241,7 +241,8 @@ def main():
     parser = argparse.ArgumentParser()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser.add_argument("--plugin", default=os.path.join(root, ".build/release/libhear.so"))
-    parser.add_argument("--bench", default=os.path.join(root, ".build/ladspa-bench"))
+    parser.add_argument("--host", default=os.path.join(root, ".build/release/hear-host"),
+                        help="the LADSPA host that runs and times libhear.so (hear-host, built by make)")
     parser.add_argument("--cache", default=os.path.join(root, ".build/eval-cache"))
     parser.add_argument("--utterances", type=int, default=2, help="TTS clips per noise and SNR")
     parser.add_argument("--set", default="all", choices=["recorded", "tts", "all"],
@@ -270,8 +271,8 @@ def main():
     controls = {"eq.enable": 0, "comp.enable": 0}
     controls.update(dict(item.split("=") for item in args.controls.split(",") if item))
     # hear in each noise-suppression mode: "hear" is the learned model, "hear-classical" the estimator.
-    hear = methods.Hear(args.plugin, args.bench, {**controls, "ns.mode": 1})
-    classical = methods.Hear(args.plugin, args.bench, {**controls, "ns.mode": 0}, name="hear-classical")
+    hear = methods.Hear(args.plugin, args.host, {**controls, "ns.mode": 1})
+    classical = methods.Hear(args.plugin, args.host, {**controls, "ns.mode": 0}, name="hear-classical")
     candidates = [hear, classical, methods.RNNoise(), methods.WebRTC(), methods.Speex(), methods.DeepFilterNet()]
     if args.only:
         keep = set(args.only.split(","))
@@ -291,7 +292,7 @@ def main():
 
     chain, rnnoise_ns = cpu_comparison(args, tts_clips)
     # hear's rows show its whole chain at defaults in that mode, timed against RNNoise in
-    # alternation (below): one ladspa-bench process per short clip would mostly time a cold start.
+    # alternation (below): one host process per short clip would mostly time a cold start.
     for key in sets:
         if "hear" in results[key]:
             results[key]["hear"]["cpu"] = chain["learned"] * 48000 / 1e7
@@ -310,7 +311,7 @@ def main():
     report = "\n\n".join(blocks)
     report += f"\n\nhear reports latency {hear.reported_latency()} samples at 48 kHz (noise suppressor + limiter look-ahead)."
     report += ("\nCPU, 48 kHz mono, interleaved rounds (median of 5): hear's full chain at its defaults (denoise, EQ, "
-               "compressor, gain, limiter; ladspa-bench, 256-sample blocks unless named) against RNNoise (librnnoise.so "
+               "compressor, gain, limiter; hear-host bench, 256-sample blocks unless named) against RNNoise (librnnoise.so "
                f"from the pyrnnoise wheel, {rnnoise_ns:.1f} ns/sample):")
     for case, ns in chain.items():
         report += f"\n- {case}: {ns:.1f} ns/sample, ratio to RNNoise {ns / rnnoise_ns:.3f}"

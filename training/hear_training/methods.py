@@ -9,6 +9,7 @@ import atexit
 import ctypes
 import ctypes.util
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -17,14 +18,22 @@ import time
 import numpy as np
 
 
+def run_time_ns(stdout):
+    """The ns/sample/ch that `hear-host bench` prints: the time spent in run() alone."""
+    match = re.search(r"([0-9.]+) ns/sample/ch", stdout)
+    if not match:
+        raise RuntimeError(f"no ns/sample/ch in the host's output: {stdout!r}")
+    return float(match.group(1))
+
+
 class Hear:
-    """libhear.so through its LADSPA C ABI, hosted by ladspa-bench (one process per clip)."""
+    """libhear.so through its LADSPA C ABI, hosted by `hear-host bench` (one process per clip)."""
 
     name = "hear"
     rate = 48000
 
-    def __init__(self, plugin, bench, controls, name="hear"):
-        self.plugin, self.bench, self.controls, self.name = plugin, bench, controls, name
+    def __init__(self, plugin, host, controls, name="hear"):
+        self.plugin, self.host, self.controls, self.name = plugin, host, controls, name
         self.seconds = 0.0
         self.samples = 0
         self.tmp = tempfile.mkdtemp(prefix="hear-eval-")
@@ -33,17 +42,16 @@ class Hear:
     def process(self, x):
         src, dst = os.path.join(self.tmp, "in.f32"), os.path.join(self.tmp, "out.f32")
         x.astype(np.float32).tofile(src)
-        out = subprocess.run([self.bench, "-r", str(self.rate), "-b", "256", "-i", src, "-o", dst, self.plugin,
+        out = subprocess.run([self.host, "bench", "-r", str(self.rate), "-b", "256", "-i", src, "-o", dst, self.plugin,
                               "hear_mono"] + [f"{k}={v}" for k, v in self.controls.items()],
                              check=True, capture_output=True, text=True).stdout
-        # "... : 12.3 ns/sample/ch, ..." is the time spent in run() alone.
-        ns = float(out.split(":")[1].split("ns/sample")[0])
+        ns = run_time_ns(out)
         self.seconds += ns * len(x) * 1e-9
         self.samples += len(x)
         return np.fromfile(dst, dtype=np.float32).astype(np.float64)[: len(x)]
 
     def reported_latency(self):
-        out = subprocess.run([self.bench, "-s", "0.1", "-r", str(self.rate), self.plugin, "hear_mono"],
+        out = subprocess.run([self.host, "bench", "-s", "0.1", "-r", str(self.rate), self.plugin, "hear_mono"],
                              check=True, capture_output=True, text=True)
         for line in (out.stdout + out.stderr).splitlines():
             if "latency=" in line:

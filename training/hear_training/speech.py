@@ -11,7 +11,7 @@ get float64 mono 48 kHz arrays.
 
 The split, by speaker (a speaker's prompts all land in one split):
 
-  eval   held-out recorded human voices, used only by `make eval` (Tests/Evaluation):
+  eval   held-out recorded human voices, used only by `make eval` (evaluate.py):
          asterisk-prompt-es-co (Colombian Spanish, 8 kHz GSM), pocketsphinx-testdata (English,
          16 kHz: a LibriVox reader and CMU test utterances), and the hedgewars packs Default_es,
          Default_uk and Russian_pl.
@@ -34,7 +34,7 @@ monotone buzz (F0 spread 214-252 Hz) and would teach the model that a steady har
 speech, the opposite of what hum and fan noise need. The game's grunts (Ooff, Ow, Jump, Laugh,
 coughs) stay in train as vocalizations but are left out of the eval and valid utterances.
 
-TTS: the eval's own TTS set (Tests/Evaluation/corpus.py) speaks with flite slt/rms/awb/kal16/kal
+TTS: the eval's own TTS set (corpus.py) speaks with flite slt/rms/awb/kal16/kal
 and espeak-ng variants f3, m3 (talkers) and Andrea, Adam, f2, m4, f4, m7 (babble). None of those
 voices is used here: no flite voice at all, no festival kal or slt voice, and those espeak variants
 in no language. festival's Hindi/Marathi/Telugu NSK voices do not run with Debian's festival 2.5
@@ -48,7 +48,7 @@ speakers, 13.1 min recorded (10 min of it es-co; make eval uses 12 utterances).
 
 Utterances are 2-5 s: short prompts of one speaker joined with short pauses.
 
-    python3 speech.py            builds the cache (first run: ~1.5 min) and prints the split table
+    python3 -m hear_training.speech   builds the cache (first run: ~1.5 min) and prints the split table
 """
 
 import argparse
@@ -245,7 +245,7 @@ TEXTS = {
     ],
 }
 
-# espeak-ng variants used by Tests/Evaluation/corpus.py (TALKERS and BABBLERS): never here.
+# espeak-ng variants used by corpus.py (TALKERS and BABBLERS): never here.
 EVAL_ESPEAK_VARIANTS = {"f3", "m3", "Andrea", "Adam", "f2", "m4", "f4", "m7"}
 # (variant, espeak language, text language). Robotic, whispered, croaking and "demonic" variants
 # are left out: they are not voices a call carries.

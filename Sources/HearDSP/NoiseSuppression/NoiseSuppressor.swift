@@ -54,7 +54,7 @@ public struct NoiseSuppressor: ~Copyable {
 
     let fft: RealFFT
     /// Whether anybody speaks, for the gate (step 4).
-    var activity: SpeechActivity
+    package var activity: SpeechActivity
     let analysisWindow: UnsafeMutablePointer<Float>
     /// For the last 2M samples of a frame.
     let synthesisWindow: UnsafeMutablePointer<Float>
@@ -103,7 +103,7 @@ public struct NoiseSuppressor: ~Copyable {
     var stuckWindows = 0
     let powerSmoothing: Float
     let minimumBias: Float
-    let appliedGain: UnsafeMutablePointer<Float>
+    package let appliedGain: UnsafeMutablePointer<Float>
     /// Every bin's power (mean over the group of frames) and gain (from its statistics bin).
     let binPower: UnsafeMutablePointer<Float>
     let binGain: UnsafeMutablePointer<Float>
@@ -147,7 +147,7 @@ public struct NoiseSuppressor: ~Copyable {
     /// The model's speech probability, last step.
     var modelSpeech: Float = 0
     /// How much of the mask is the learned one: glides to 1 in learned mode, to 0 in classical.
-    var learnedMix: Float = 0
+    package var learnedMix: Float = 0
     var learned = false
     /// Whether the learned mode can run (the compiled-in model loaded and fits this suppressor).
     public let modelAvailable: Bool
@@ -158,7 +158,7 @@ public struct NoiseSuppressor: ~Copyable {
 
     /// Tests only: apply this mask (another instance's `appliedGain`) instead of computing one, to
     /// measure what a mask does to the speech and the noise of a mixture separately.
-    var maskOverride: UnsafeMutablePointer<Float>? = nil
+    package var maskOverride: UnsafeMutablePointer<Float>? = nil
 
     // Per-frame smoothing constants (from time constants, so every rate behaves alike).
     let presenceSmoothing: Float

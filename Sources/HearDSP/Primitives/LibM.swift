@@ -4,18 +4,18 @@
 
 import Glibc
 
-enum LibM {
-    @inline(__always) static func exp(_ x: Double) -> Double { _unsafePerformance { Glibc.exp(x) } }
-    @inline(__always) static func trunc(_ x: Double) -> Double { _unsafePerformance { Glibc.trunc(x) } }
-    @inline(__always) static func log(_ x: Double) -> Double { _unsafePerformance { Glibc.log(x) } }
-    @inline(__always) static func exp2(_ x: Double) -> Double { _unsafePerformance { Glibc.exp2(x) } }
-    @inline(__always) static func log2(_ x: Double) -> Double { _unsafePerformance { Glibc.log2(x) } }
-    @inline(__always) static func log10(_ x: Double) -> Double { _unsafePerformance { Glibc.log10(x) } }
-    @inline(__always) static func pow(_ x: Double, _ y: Double) -> Double { _unsafePerformance { Glibc.pow(x, y) } }
-    @inline(__always) static func sqrt(_ x: Double) -> Double { _unsafePerformance { Glibc.sqrt(x) } }
-    @inline(__always) static func sin(_ x: Double) -> Double { _unsafePerformance { Glibc.sin(x) } }
-    @inline(__always) static func cos(_ x: Double) -> Double { _unsafePerformance { Glibc.cos(x) } }
-    @inline(__always) static func sqrt(_ x: Float) -> Float { _unsafePerformance { x.squareRoot() } }
-    @inline(__always) static func exp2(_ x: Float) -> Float { _unsafePerformance { Glibc.exp2f(x) } }
-    @inline(__always) static func log2(_ x: Float) -> Float { _unsafePerformance { Glibc.log2f(x) } }
+package enum LibM {
+    @inline(__always) package static func exp(_ x: Double) -> Double { _unsafePerformance { Glibc.exp(x) } }
+    @inline(__always) package static func trunc(_ x: Double) -> Double { _unsafePerformance { Glibc.trunc(x) } }
+    @inline(__always) package static func log(_ x: Double) -> Double { _unsafePerformance { Glibc.log(x) } }
+    @inline(__always) package static func exp2(_ x: Double) -> Double { _unsafePerformance { Glibc.exp2(x) } }
+    @inline(__always) package static func log2(_ x: Double) -> Double { _unsafePerformance { Glibc.log2(x) } }
+    @inline(__always) package static func log10(_ x: Double) -> Double { _unsafePerformance { Glibc.log10(x) } }
+    @inline(__always) package static func pow(_ x: Double, _ y: Double) -> Double { _unsafePerformance { Glibc.pow(x, y) } }
+    @inline(__always) package static func sqrt(_ x: Double) -> Double { _unsafePerformance { Glibc.sqrt(x) } }
+    @inline(__always) package static func sin(_ x: Double) -> Double { _unsafePerformance { Glibc.sin(x) } }
+    @inline(__always) package static func cos(_ x: Double) -> Double { _unsafePerformance { Glibc.cos(x) } }
+    @inline(__always) package static func sqrt(_ x: Float) -> Float { _unsafePerformance { x.squareRoot() } }
+    @inline(__always) package static func exp2(_ x: Float) -> Float { _unsafePerformance { Glibc.exp2f(x) } }
+    @inline(__always) package static func log2(_ x: Float) -> Float { _unsafePerformance { Glibc.log2f(x) } }
 }
