@@ -3,8 +3,8 @@
 Builds the speech-in-noise sets (corpus.py): recorded human speech of held-out speakers (x 8 noises x
 SNR -5/5/20 dB) in three groups, the deciding set first (wideband talkers; its mean, per-noise and
 per-talker tables are the ones the targets are measured on), then the narrowband and the acted
-talkers, each reported apart and in no deciding figure; and TTS voices (secondary). Runs every method on the same clips (each clip from a fresh state,
-at the method's own rate), compensates each method's delay (measured by cross-correlation on each
+talkers, each reported apart and in no deciding figure; and TTS voices (secondary). Runs every
+method on the same clips (each clip from a fresh state, at the method's own rate), compensates each method's delay (measured by cross-correlation on each
 set's clean speech), and prints the tables kept in EVALUATION.md, one block per set.
 
     python -m hear_training.evaluate [--set deciding|recorded|tts|all] [--only hear,RNNoise] [--controls ns.reduction=30]
@@ -211,8 +211,8 @@ def talker_table(results):
     return "\n".join(lines)
 
 
-# RNNoise keeps clean speech of people at 15-30 dB SI-SDR; below this a talker is one it breaks on
-# (the hedgewars voices: -1.3 dB), and a comparison with it there says little.
+# RNNoise keeps clean speech of the deciding talkers at 11-18 dB SI-SDR; below this floor a talker is
+# one it breaks on (the hedgewars voices: -1.3 and 1.6 dB), and a comparison with it there says little.
 RNNOISE_CLEAN_FLOOR = 10.0
 
 
@@ -325,7 +325,7 @@ def main():
     chain, rnnoise_ns = cpu_comparison(args, tts_clips) if timed else ({}, 1.0)
     # hear's rows show its whole chain at defaults in that mode, timed against RNNoise in
     # alternation (below): one ladspa-bench process per short clip would mostly time a cold start.
-    for key in sets:
+    for key in sets if timed else ():
         if "hear" in results[key]:
             results[key]["hear"]["cpu"] = chain["learned"] * 48000 / 1e7
         if "hear-classical" in results[key]:

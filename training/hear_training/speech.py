@@ -38,7 +38,7 @@ monotone buzz (F0 spread 214-252 Hz) and would teach the model that a steady har
 speech, the opposite of what hum and fan noise need. The game's grunts (Ooff, Ow, Jump, Laugh,
 coughs) stay in train as vocalizations but are left out of the eval and valid utterances.
 
-TTS: the eval's own TTS set (Tests/Evaluation/corpus.py) speaks with flite slt/rms/awb/kal16/kal
+TTS: the eval's own TTS set (corpus.py) speaks with flite slt/rms/awb/kal16/kal
 and espeak-ng variants f3, m3 (talkers) and Andrea, Adam, f2, m4, f4, m7 (babble). None of those
 voices is used here: no flite voice at all, no festival kal or slt voice, and those espeak variants
 in no language. festival's Hindi/Marathi/Telugu NSK voices do not run with Debian's festival 2.5
@@ -252,7 +252,7 @@ TEXTS = {
     ],
 }
 
-# espeak-ng variants used by Tests/Evaluation/corpus.py (TALKERS and BABBLERS): never here.
+# espeak-ng variants used by corpus.py (TALKERS and BABBLERS): never here.
 EVAL_ESPEAK_VARIANTS = {"f3", "m3", "Andrea", "Adam", "f2", "m4", "f4", "m7"}
 # (variant, espeak language, text language). Robotic, whispered, croaking and "demonic" variants
 # are left out: they are not voices a call carries.
