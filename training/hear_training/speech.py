@@ -15,7 +15,7 @@ The split, by speaker (a speaker's prompts all land in one split):
          (EVAL_UTTERANCES): deciding, the wideband talkers the evaluation decides on (a LibriVox
          reader from pocketsphinx-testdata, English, 16 kHz; five tuxpaint-stamps-default
          contributors, Belarusian, Greek, Spanish, Romanian, Russian; ktuberling-data's German and
-         klettres-data's Hungarian speaker, all 44.1 kHz: DECIDING_TALKERS);
+         Lithuanian speakers, all 44.1 kHz: DECIDING_TALKERS);
          narrowband, asterisk-prompt-es-co (Colombian Spanish, 8 kHz GSM); acted, the hedgewars
          packs Default_es, Default_uk and Russian_pl. pocketsphinx-testdata's CMU test utterances
          (unnamed talkers) are held out too and not used.
@@ -294,8 +294,9 @@ NONVERBAL = re.compile(r"^(Ooff|Ow|Jump|Laugh|Poison|Firepunch|Hmm|Whoopsee)", r
 #     Tabbytha, Russian Edwin Veber), 44.1 kHz, speech up to 9-20 kHz. Stamps under symbols/
 #     (letters, digits, operators) are left out: in several languages other people recorded them.
 #     Every 8th file is plenty for the eval's utterances and keeps the decoding short.
-#   ktuberling-data: German words (parts of the body, clothes), one man, 44.1 kHz.
-#   klettres-data: Hungarian letters and syllables, one man, 44.1 kHz.
+#   ktuberling-data: German and Lithuanian words (parts of the body, clothes, things), one man
+#     each, 44.1 kHz. (klettres-data's letters are held as single sounds within long quiet files,
+#     2 s each: a stream of them is mostly the recording's noise floor, not speech.)
 # (name, language, package, files matching, files left out, every n-th file)
 DECIDING_TALKERS = [
     ("tuxpaint-be", "be", "tuxpaint-stamps-default", r"_desc_be\.ogg$", r"/stamps/symbols/", 8),
@@ -304,7 +305,7 @@ DECIDING_TALKERS = [
     ("tuxpaint-ro", "ro", "tuxpaint-stamps-default", r"_desc_ro\.ogg$", r"/stamps/symbols/", 8),
     ("tuxpaint-ru", "ru", "tuxpaint-stamps-default", r"_desc_ru\.ogg$", r"/stamps/symbols/", 8),
     ("ktuberling-de", "de", "ktuberling-data", r"/ktuberling/sounds/de/", None, 1),
-    ("klettres-hu", "hu", "klettres-data", r"/klettres/hu/", None, 1),
+    ("ktuberling-lt", "lt", "ktuberling-data", r"/ktuberling/sounds/lt/", None, 1),
 ]
 
 
