@@ -150,7 +150,8 @@ HEAR_TRAINING := PYTHONPATH=$(CURDIR)/training
 # The PyPI packages go into one venv, .build/venv: hear_training installed editable with its `eval`
 # extra, pinned in training/pyproject.toml (EVALUATION.md's figures were measured with exactly those).
 VENV := .build/venv
-DEB_EVAL := python3 python3-venv espeak-ng flite sox libspeexdsp1 ladspa-sdk asterisk-prompt-es-co pocketsphinx-testdata hedgewars-data
+DEB_EVAL := python3 python3-venv espeak-ng flite sox libspeexdsp1 ladspa-sdk asterisk-prompt-es-co pocketsphinx-testdata hedgewars-data \
+  tuxpaint-stamps-default ktuberling-data
 
 .PHONY: eval eval-deps
 eval: build eval-deps

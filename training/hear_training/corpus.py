@@ -1,10 +1,11 @@
 """The speech-in-noise sets, built locally and deterministically.
 
 Two sets of speech share the same noises:
-  recorded  recorded human voices held out from training (the eval speakers of
-            training/hear_training/speech.py: asterisk-prompt-es-co, pocketsphinx-testdata, hedgewars
-            Default_es / Default_uk / Russian_pl): 12 utterances x 8 noises x SNR -5, 5, 20 dB
-            (`build_recorded`), the set issue #13's targets are measured on;
+  recorded  recorded human voices held out from training (the eval speakers of speech.py), in
+            groups (`build_recorded`): deciding, 16 utterances of eight wideband talkers in eight
+            languages (speech.py DECIDING_TALKERS and a LibriVox reader) x 8 noises x SNR -5, 5,
+            20 dB, the set the targets are measured on; narrowband (asterisk-prompt-es-co, 8 kHz
+            GSM) and acted (hedgewars game voices), each reported apart;
   tts       Harvard sentences spoken by text-to-speech voices (flite and espeak-ng, several
             speakers, male and female), 8 noises x 6 SNRs x 2 (`build`).
 Noise: synthesized (white, pink, brown, hum, fan, keyboard) or made of other voices (babble, cafe).
@@ -244,33 +245,40 @@ def build(cache, utterances_per_condition=2):
 RECORDED_SNRS = [-5, 5, 20]
 
 
-def build_recorded(cache):
-    """The recorded-human-speech set: returns (noisy clips, clean-only clips), as `build` does.
+def build_recorded(cache, groups=None):
+    """The recorded-human-speech sets: returns {group: (noisy clips, clean-only clips)}, clips as
+    `build` makes them, in speech.EVAL_GROUPS order (the deciding set first).
 
-    The 12 held-out utterances (training/hear_training/speech.py `eval_utterances`, 2.5-7 s each, speakers
-    never trained on nor used to pick checkpoints) x NOISES x RECORDED_SNRS, at the same speech
-    level, lead-in and tail as the TTS set; noise seeds of their own (20000 + clip). Clean-only:
-    two utterances per held-out speaker. The noise-only clips do not depend on speech: `build`'s.
+    Each group's held-out utterances (speech.py `eval_utterances`: 2.5-7 s, speakers never trained
+    on nor used to pick checkpoints) x NOISES x RECORDED_SNRS, at the same speech level, lead-in and
+    tail as the TTS set; noise seeds of their own (20000 + clip, counted per group). Clean-only: two
+    utterances per speaker. The noise-only clips do not depend on speech: `build`'s.
     """
     from . import speech  # decodes into .build/train-cache
 
     os.makedirs(cache, exist_ok=True)
-    utterances = [(talker, x * 10 ** (SPEECH_LEVEL_DB / 20) / active_level(x)) for talker, x in speech.eval_utterances()]
+    groups = tuple(speech.EVAL_GROUPS if groups is None else groups)
+    utterances = [(talker, group, x * 10 ** (SPEECH_LEVEL_DB / 20) / active_level(x))
+                  for talker, group, x in speech.eval_utterances(groups)]
     lead, tail = int(LEAD_IN * RATE), int(TAIL * RATE)
-    clips = []
-    index = 0
-    for kind in NOISES:
-        for snr in RECORDED_SNRS:
-            for talker, utterance in utterances:
-                index += 1
-                clean = np.concatenate([np.zeros(lead), utterance, np.zeros(tail)])
-                noise = make_noise(kind, len(clean), 20000 + index, cache)
-                noise *= 10 ** ((SPEECH_LEVEL_DB - snr) / 20)
-                clips.append(dict(noise=kind, snr=snr, talker=talker, clean=clean, noisy=clean + noise, start=lead))
-    clean_only = []
-    for talker in dict.fromkeys(t for t, _ in utterances):
-        mine = [x for t, x in utterances if t == talker][:2]
-        speech_ = np.concatenate([mine[0], np.zeros(RATE // 5)] + mine[1:])
-        speech_ *= 10 ** (SPEECH_LEVEL_DB / 20) / active_level(speech_)
-        clean_only.append(dict(talker=talker, clean=np.concatenate([np.zeros(RATE // 4), speech_])))
-    return clips, clean_only
+    sets = {}
+    for group in groups:
+        mine = [(talker, x) for talker, g, x in utterances if g == group]
+        clips = []
+        index = 0
+        for kind in NOISES:
+            for snr in RECORDED_SNRS:
+                for talker, utterance in mine:
+                    index += 1
+                    clean = np.concatenate([np.zeros(lead), utterance, np.zeros(tail)])
+                    noise = make_noise(kind, len(clean), 20000 + index, cache)
+                    noise *= 10 ** ((SPEECH_LEVEL_DB - snr) / 20)
+                    clips.append(dict(noise=kind, snr=snr, talker=talker, clean=clean, noisy=clean + noise, start=lead))
+        clean_only = []
+        for talker in dict.fromkeys(t for t, _ in mine):
+            theirs = [x for t, x in mine if t == talker][:2]
+            speech_ = np.concatenate([theirs[0], np.zeros(RATE // 5)] + theirs[1:])
+            speech_ *= 10 ** (SPEECH_LEVEL_DB / 20) / active_level(speech_)
+            clean_only.append(dict(talker=talker, clean=np.concatenate([np.zeros(RATE // 4), speech_])))
+        sets[group] = (clips, clean_only)
+    return sets

@@ -11,10 +11,14 @@ get float64 mono 48 kHz arrays.
 
 The split, by speaker (a speaker's prompts all land in one split):
 
-  eval   held-out recorded human voices, used only by `make eval` (evaluate.py):
-         asterisk-prompt-es-co (Colombian Spanish, 8 kHz GSM), pocketsphinx-testdata (English,
-         16 kHz: a LibriVox reader and CMU test utterances), and the hedgewars packs Default_es,
-         Default_uk and Russian_pl.
+  eval   held-out recorded human voices, used only by `make eval` (evaluate.py), in three groups
+         (EVAL_UTTERANCES): deciding, the wideband talkers the evaluation decides on (a LibriVox
+         reader from pocketsphinx-testdata, English, 16 kHz; five tuxpaint-stamps-default
+         contributors, Belarusian, Greek, Spanish, Romanian, Russian; ktuberling-data's German and
+         Lithuanian speakers, all 44.1 kHz: DECIDING_TALKERS);
+         narrowband, asterisk-prompt-es-co (Colombian Spanish, 8 kHz GSM); acted, the hedgewars
+         packs Default_es, Default_uk and Russian_pl. pocketsphinx-testdata's CMU test utterances
+         (unnamed talkers) are held out too and not used.
   valid  checkpoint selection: hedgewars Default_pl and Default_ru, and the festival voice
          czech_dita (a female TTS voice no other split uses).
   train  everything else: asterisk-prompt-it-menardi-wav (Italian, 8 kHz), asterisk-prompt-fr-
@@ -43,12 +47,13 @@ and are not used; open-jtalk has no voice in Debian main. TTS is 32 % of the tra
 and RNNoise's collapse on it (issue #13) shows how far such voices are from people.
 
 Amounts after trimming: train 69 speakers, 47.7 min recorded (11 voices, the 8 English hedgewars
-packs perhaps one actor; 39 min of it the two 8 kHz asterisk voices) + 22.1 min TTS; valid 3 speakers, 1.2 min recorded + 1.0 min TTS; eval 5
-speakers, 13.1 min recorded (10 min of it es-co; make eval uses 12 utterances).
+packs perhaps one actor; 39 min of it the two 8 kHz asterisk voices) + 22.1 min TTS; valid 3
+speakers, 1.2 min recorded + 1.0 min TTS. The eval speakers: see `python3 -m hear_training.speech`
+(the tuxpaint talkers are read at every 8th file, plenty for 2 utterances each).
 
-Utterances are 2-5 s: short prompts of one speaker joined with short pauses.
+Training utterances are 2-5 s: short prompts of one speaker joined with short pauses.
 
-    python3 -m hear_training.speech   builds the cache (first run: ~1.5 min) and prints the split table
+    python3 -m hear_training.speech   builds the cache (first run: a few minutes) and prints the split table
 """
 
 import argparse
@@ -61,6 +66,7 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import signal
 
 RATE = 48000
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -78,7 +84,8 @@ class Speaker:
     language: str
     split: str      # "train", "valid" or "eval"
     rate: int       # the source's own sample rate (its bandwidth is rate / 2)
-    source: tuple   # ("package", package, exclude-regex) | ("hedgewars", pack) | ("festival", voice, encoding) | ("espeak", voice)
+    source: tuple   # ("package", package, exclude-regex) | ("files", package, include-regex, exclude-regex, stride)
+                    # | ("hedgewars", pack) | ("festival", voice, encoding) | ("espeak", voice)
     texts: str = ""  # language key into TEXTS, for TTS
 
 
@@ -279,14 +286,43 @@ HEDGEWARS_LANGUAGE = {"Default_es": "es", "Default_uk": "uk", "Russian_pl": "pl"
 NONVERBAL = re.compile(r"^(Ooff|Ow|Jump|Laugh|Poison|Firepunch|Hmm|Whoopsee)", re.I)
 
 
+# The deciding talkers besides the LibriVox reader: people reading words, each one voice (one F0
+# range, one recording setup), wideband, and kept intact by RNNoise (clean SI-SDR >= 10 dB, the
+# guard evaluate.py checks). training/README.md has the probe of every candidate.
+#   tuxpaint-stamps-default: spoken names of the stamps, one contributor per language (its changelog
+#     names Belarusian Ksenya Buraya, Spanish Estefania Ortiz, Greek Kiriaki Serafeim, Romanian
+#     Tabbytha, Russian Edwin Veber), 44.1 kHz, speech up to 9-20 kHz. Stamps under symbols/
+#     (letters, digits, operators) are left out: in several languages other people recorded them.
+#     Every 8th file is plenty for the eval's utterances and keeps the decoding short.
+#   ktuberling-data: German and Lithuanian words (parts of the body, clothes, things), one man
+#     each, 44.1 kHz. (klettres-data's letters are held as single sounds within long quiet files,
+#     2 s each: a stream of them is mostly the recording's noise floor, not speech.)
+# (name, language, package, files matching, files left out, every n-th file)
+DECIDING_TALKERS = [
+    ("tuxpaint-be", "be", "tuxpaint-stamps-default", r"_desc_be\.ogg$", r"/stamps/symbols/", 8),
+    ("tuxpaint-el", "el", "tuxpaint-stamps-default", r"_desc_el\.ogg$", r"/stamps/symbols/", 8),
+    ("tuxpaint-es", "es", "tuxpaint-stamps-default", r"_desc_es\.ogg$", r"/stamps/symbols/", 8),
+    ("tuxpaint-ro", "ro", "tuxpaint-stamps-default", r"_desc_ro\.ogg$", r"/stamps/symbols/", 8),
+    ("tuxpaint-ru", "ru", "tuxpaint-stamps-default", r"_desc_ru\.ogg$", r"/stamps/symbols/", 8),
+    ("ktuberling-de", "de", "ktuberling-data", r"/ktuberling/sounds/de/", None, 1),
+    ("ktuberling-lt", "lt", "ktuberling-data", r"/ktuberling/sounds/lt/", None, 1),
+]
+
+
 def _speakers():
     s = [
         Speaker("asterisk-it-menardi", "recorded", "it", "train", 8000,
                 ("package", "asterisk-prompt-it-menardi-wav", r"/silence/")),
         Speaker("asterisk-fr-armelle", "recorded", "fr", "train", 8000, ("package", "asterisk-prompt-fr-armelle", None)),
         Speaker("asterisk-es-co", "recorded", "es", "eval", 8000, ("package", "asterisk-prompt-es-co", None)),
-        Speaker("pocketsphinx", "recorded", "en", "eval", 16000, ("package", "pocketsphinx-testdata", None)),
+        # One LibriVox reader (Sense and Sensibility); the CMU test utterances are other, unnamed talkers.
+        Speaker("pocketsphinx-librivox", "recorded", "en", "eval", 16000,
+                ("files", "pocketsphinx-testdata", r"/librivox/", None, 1)),
+        Speaker("pocketsphinx-cmu", "recorded", "en", "eval", 16000,
+                ("files", "pocketsphinx-testdata", r"\.(wav|raw)$", r"/librivox/", 1)),
     ]
+    for name, language, package, include, exclude, stride in DECIDING_TALKERS:
+        s.append(Speaker(name, "recorded", language, "eval", 44100, ("files", package, include, exclude, stride)))
     for pack, split in HEDGEWARS_SPLIT.items():
         s.append(Speaker(f"hedgewars-{pack}", "recorded", HEDGEWARS_LANGUAGE.get(pack, "en"), split, 44100,
                          ("hedgewars", pack)))
@@ -404,6 +440,10 @@ def _sources(speaker):
     if kind == "package":
         _, package, exclude = speaker.source
         return [(os.path.relpath(p, "/usr/share"), p) for p in package_files(package, exclude, (".wav", ".gsm", ".raw"))]
+    if kind == "files":
+        _, package, include, exclude, stride = speaker.source
+        chosen = [p for p in package_files(package, exclude, (".wav", ".gsm", ".raw", ".ogg")) if re.search(include, p)]
+        return [(os.path.relpath(p, "/usr/share"), p) for p in chosen[::stride]]
     if kind == "hedgewars":
         pack = speaker.source[1]
         return [(os.path.basename(p)[:-4], p) for p in package_files("hedgewars-data", None, (".ogg",))
@@ -512,24 +552,57 @@ def utterance(prompts_, rng, seconds=(2.0, 5.0), gap=(0.08, 0.3), verbal_only=Fa
     return join(pieces, gaps)
 
 
-# The recorded-speech set of `make eval`: 12 utterances, a fixed recipe over the eval speakers.
-EVAL_UTTERANCES = [("asterisk-es-co", 3), ("pocketsphinx", 3), ("hedgewars-Default_es", 2),
-                   ("hedgewars-Default_uk", 2), ("hedgewars-Russian_pl", 2)]
+# The recorded-speech sets of `make eval`, a fixed recipe over the eval speakers, by group:
+#   deciding    wideband (source rate >= 16 kHz, speech above 4 kHz) read sentences and words of
+#               people, eight talkers (four women, four men) in eight languages: the set `make eval`
+#               decides on;
+#   narrowband  8 kHz telephone prompts (GSM), reported apart: with nothing above 4 kHz they are not
+#               the wideband call the suppressor is for;
+#   acted       hedgewars' game voices (shouted, processed), reported apart: RNNoise fails on them
+#               (clean SI-SDR below 0 dB), so a mean with them measures that failure.
+# (speaker, utterances, group).
+EVAL_UTTERANCES = [
+    ("pocketsphinx-librivox", 2, "deciding"),
+    *((name, 2, "deciding") for name, *_ in DECIDING_TALKERS),
+    ("asterisk-es-co", 3, "narrowband"),
+    ("hedgewars-Default_es", 2, "acted"), ("hedgewars-Default_uk", 2, "acted"), ("hedgewars-Russian_pl", 2, "acted"),
+]
+EVAL_GROUPS = ("deciding", "narrowband", "acted")
 EVAL_SEED = 31337
+# Seconds per utterance: the deciding talkers' utterances are longer (their prompts are single words
+# or short sentences of up to 7 s); the others keep their recipe.
+EVAL_SECONDS = {"deciding": (2.5, 7.0), "narrowband": (2.5, 5.0), "acted": (2.5, 5.0)}
+# A deciding utterance must carry speech above 4 kHz: its power there at most this far below its
+# whole power (the deciding utterances measure -8 to -26 dB, the 8 kHz prompts below -90 dB).
+WIDEBAND_DB = -35.0
 
 
-def eval_utterances():
-    """[(talker, float64 48 kHz utterance)] for `make eval`, deterministic: per speaker, its
-    word prompts in a fixed shuffled order, joined with 0.15-0.25 s pauses into 2.5-5 s (a
-    longer single prompt stays whole)."""
+def high_band_db(x, cutoff=4000.0):
+    """Power above `cutoff` against the whole power of a 48 kHz signal (dB)."""
+    f, power = signal.welch(x, RATE, nperseg=2048)
+    return float(10 * np.log10(max(power[f > cutoff].sum(), 1e-30) / max(power.sum(), 1e-30)))
+
+
+def eval_utterances(groups=EVAL_GROUPS):
+    """[(talker, group, float64 48 kHz utterance)] for `make eval`, deterministic: per speaker, its
+    prompts in a fixed shuffled order, joined with 0.15-0.25 s pauses into utterances of
+    EVAL_SECONDS (a longer single prompt stays whole). Words or names of a few tenths of a second to
+    2 s become one utterance of several of them, as a person reads a list."""
     out = []
-    for name, count in EVAL_UTTERANCES:
-        assert BY_NAME[name].split == "eval"
+    for name, count, group in EVAL_UTTERANCES:
+        if group not in groups:
+            continue
+        speaker = BY_NAME[name]
+        assert speaker.split == "eval", name
+        assert group != "deciding" or speaker.rate >= 16000, name
         p = load(name)
         rng = np.random.default_rng([EVAL_SEED, sum(map(ord, name))])
         order = [int(i) for i in rng.permutation(len(p)) if verbal(p, i)]
         for _ in range(count):
-            out.append((name, utterance(p, rng, seconds=(2.5, 5.0), gap=(0.15, 0.25), order=order)))
+            x = utterance(p, rng, seconds=EVAL_SECONDS[group], gap=(0.15, 0.25), order=order)
+            if group == "deciding" and high_band_db(x) < WIDEBAND_DB:
+                raise RuntimeError(f"{name}: {high_band_db(x):.1f} dB above 4 kHz, not wideband speech")
+            out.append((name, group, x))
     return out
 
 
