@@ -45,12 +45,16 @@ public struct Chain: ~Copyable {
     var maximumOutput: Float = 1
     /// 1 = processed, 0 = bypassed.
     var wetMix: Glide
-    /// The input delayed by the chain's latency, for the bypass crossfade.
-    let dryDelay: UnsafeMutablePointer<Float>
+    /// The input delayed by the chain's latency, per channel, for the bypass crossfade.
+    let dryDelayLeft: FixedBuffer<Float>
+    let dryDelayRight: FixedBuffer<Float>
     var dryPosition = 0
-    /// Two channels of one chunk each: the signal being processed, and the input kept for bypass.
-    let work: UnsafeMutablePointer<Float>
-    let dry: UnsafeMutablePointer<Float>
+    /// One chunk per channel: the signal being processed, and the input kept for bypass.
+    let workLeft: FixedBuffer<Float>
+    let workRight: FixedBuffer<Float>
+    let dryLeft: FixedBuffer<Float>
+    let dryRight: FixedBuffer<Float>
+    /// Where in its control tick the next sample falls.
     var phase = 0
     public var meters = Meters()
     /// Chunks silenced because the chain itself produced a non-finite sample (since init).
@@ -75,10 +79,13 @@ public struct Chain: ~Copyable {
         limiter = Limiter(sampleRate: rate, channels: self.channels, values: values)
         outputGain = Glide(1, timeConstant: 0.01, stepsPerSecond: rate, tolerance: 1e-7)
         wetMix = Glide(1, timeConstant: 0.005, stepsPerSecond: rate, tolerance: 1e-5)
-        latency = noiseSuppressor.latency &+ limiter.lookahead
-        dryDelay = allocateBuffer(2 &* latency, repeating: 0)
-        work = allocateBuffer(2 &* tickLength, repeating: 0)
-        dry = allocateBuffer(2 &* tickLength, repeating: 0)
+        latency = held(noiseSuppressor.latency) + held(limiter.lookahead)
+        dryDelayLeft = FixedBuffer(count: latency, repeating: 0)
+        dryDelayRight = FixedBuffer(count: latency, repeating: 0)
+        workLeft = FixedBuffer(count: tickLength, repeating: 0)
+        workRight = FixedBuffer(count: tickLength, repeating: 0)
+        dryLeft = FixedBuffer(count: tickLength, repeating: 0)
+        dryRight = FixedBuffer(count: tickLength, repeating: 0)
         apply(values)
         multiband.snap()
         outputGain.jump(to: outputGain.target)
@@ -86,9 +93,12 @@ public struct Chain: ~Copyable {
     }
 
     deinit {
-        dryDelay.deallocate()
-        work.deallocate()
-        dry.deallocate()
+        dryDelayLeft.deallocate()
+        dryDelayRight.deallocate()
+        workLeft.deallocate()
+        workRight.deallocate()
+        dryLeft.deallocate()
+        dryRight.deallocate()
     }
 
     /// Takes a new parameter set (already clamped); every stage glides to it from where it is.
@@ -110,10 +120,10 @@ public struct Chain: ~Copyable {
         compressor.set(next)
         limiter.set(next)
         // Rounded down to a Float, so no sample can exceed the MPO by even a rounding step.
-        let mpo = LibM.exp(Double(next[.mbMPO]) * 0.11512925464970229)
+        let mpo = Decibels.toGain(Double(next[.mbMPO]))
         let level = Float(mpo)
         maximumOutput = Double(level) > mpo ? level.nextDown : level
-        outputGain.target = LibM.exp((Double(next[.gain]) - excess) * 0.11512925464970229)  // 10^(dB/20)
+        outputGain.target = Decibels.toGain(Double(next[.gain]) - excess)
         wetMix.target = next[.bypass] != 0 ? 0 : 1
     }
 
@@ -124,7 +134,8 @@ public struct Chain: ~Copyable {
         multiband.reset()
         compressor.reset()
         limiter.reset()
-        dryDelay.fill(0, count: 2 &* latency)
+        dryDelayLeft.fill(0)
+        dryDelayRight.fill(0)
         dryPosition = 0
         phase = 0
     }
@@ -134,14 +145,14 @@ public struct Chain: ~Copyable {
                                            outLeft: UnsafeMutablePointer<Float>, outRight: UnsafeMutablePointer<Float>?,
                                            frames: Int) {
         let stereo = channels == 2 && inRight != nil && outRight != nil
-        var done = 0
-        while done < frames {
-            if phase == 0 { tick() }
-            let count = min(tickLength &- phase, frames &- done)
-            let left = work, right = work + tickLength
-            var fault = readInput(inLeft + done, into: left, dry: dry, count: count)
+        let left = workLeft.base, right = workRight.base
+        var pieces = GridPieces(count: frames, period: tickLength, phase: phase)
+        while let piece = pieces.next() {
+            if piece.startsPeriod { tick() }
+            let start = piece.start, count = piece.count
+            var fault = readInput(inLeft + start, into: left, dry: dryLeft.base, count: count)
             if stereo, let inRight {
-                fault = readInput(inRight + done, into: right, dry: dry + tickLength, count: count) || fault
+                fault = readInput(inRight + start, into: right, dry: dryRight.base, count: count) || fault
             }
             processChunk(left, stereo ? right : nil, count: count)
             // A non-finite sample made inside the chain (a stage's state gone bad, not the input)
@@ -151,32 +162,28 @@ public struct Chain: ~Copyable {
             if produced && !fault { internalFaults &+= 1 }
             if fault || produced {
                 // Garbage in (NaN, Inf, absurd levels): drop this chunk and start clean from the next,
-                // keeping the tick grid where it was.
-                let grid = phase
+                // keeping the tick grid where it was (the phase is set below).
                 reset()
-                phase = grid
-                for i in upTo(count) { left[i] = 0; right[i] = 0 }
+                for i in 0..<count { left[i] = 0; right[i] = 0 }
             }
-            for i in upTo(count) { outLeft[done &+ i] = left[i] }
-            if stereo, let outRight { for i in upTo(count) { outRight[done &+ i] = right[i] } }
-            phase &+= count
-            if phase >= tickLength { phase = 0 }
-            done &+= count
+            for i in 0..<count { outLeft[start + i] = left[i] }
+            if stereo, let outRight { for i in 0..<count { outRight[start + i] = right[i] } }
+            phase = pieces.phase
         }
     }
 
     /// True if any of `count` samples is NaN or infinite (branch-free, so the loop vectorizes).
-    @inline(__always) static func holdsNonFinite(_ samples: UnsafeMutablePointer<Float>, count: Int) -> Bool {
+    @inline(__always) private static func holdsNonFinite(_ samples: UnsafeMutablePointer<Float>, count: Int) -> Bool {
         var finite = true
-        for i in upTo(count) { finite = finite && abs(samples[i]) <= .greatestFiniteMagnitude }
+        for i in 0..<count { finite = finite && abs(samples[i]) <= .greatestFiniteMagnitude }
         return !finite
     }
 
     /// Copies and sanitizes one channel's input; true if it held a sample no audio can have.
-    @inline(__always) func readInput(_ source: UnsafePointer<Float>, into target: UnsafeMutablePointer<Float>,
-                                     dry: UnsafeMutablePointer<Float>, count: Int) -> Bool {
+    @inline(__always) private func readInput(_ source: UnsafePointer<Float>, into target: UnsafeMutablePointer<Float>,
+                                             dry: UnsafeMutablePointer<Float>, count: Int) -> Bool {
         var fault = false
-        for i in upTo(count) {
+        for i in 0..<count {
             let x = source[i]
             let magnitude = abs(x)
             let audio = magnitude <= 64  // false for NaN too
@@ -196,7 +203,7 @@ public struct Chain: ~Copyable {
         limiter.tick()
     }
 
-    @inline(__always) mutating func processChunk(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
+    @inline(__always) private mutating func processChunk(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                                  count: Int) {
         Self.meter(left, right, count: count, peak: &meters.inputPeak, squares: &meters.inputSquares)
         noiseSuppressor.process(left, right, count: count)
@@ -221,16 +228,16 @@ public struct Chain: ~Copyable {
         meters.noiseFloorDB = noiseSuppressor.noiseFloorDB
     }
 
-    @inline(__always) mutating func applyOutputGain(_ left: UnsafeMutablePointer<Float>,
-                                                    _ right: UnsafeMutablePointer<Float>?, count: Int) {
+    @inline(__always) private mutating func applyOutputGain(_ left: UnsafeMutablePointer<Float>,
+                                                            _ right: UnsafeMutablePointer<Float>?, count: Int) {
         if outputGain.isSettled && outputGain.value == 1 { return }
         if outputGain.isSettled {
             let gain = Float(outputGain.value)
-            for i in upTo(count) { left[i] *= gain }
-            if let right { for i in upTo(count) { right[i] *= gain } }
+            for i in 0..<count { left[i] *= gain }
+            if let right { for i in 0..<count { right[i] *= gain } }
             return
         }
-        for i in upTo(count) {
+        for i in 0..<count {
             outputGain.step()
             let gain = Float(outputGain.value)
             left[i] *= gain
@@ -239,25 +246,24 @@ public struct Chain: ~Copyable {
     }
 
     /// Crossfades with the input delayed by the chain's latency, so bypass neither clicks nor shifts in time.
-    @inline(__always) mutating func mixWithDry(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
-                                               count: Int) {
+    @inline(__always) private mutating func mixWithDry(_ left: UnsafeMutablePointer<Float>,
+                                                       _ right: UnsafeMutablePointer<Float>?, count: Int) {
         let start = dryPosition
-        dryPosition = mixChannel(left, dry: dry, delay: dryDelay, count: count, from: start)
-        if let right { _ = mixChannel(right, dry: dry + tickLength, delay: dryDelay + latency, count: count, from: start) }
-        if !wetMix.isSettled { for _ in upTo(count) { wetMix.step() } }
+        dryPosition = mixChannel(left, dry: dryLeft, delay: dryDelayLeft, count: count, from: start)
+        if let right { _ = mixChannel(right, dry: dryRight, delay: dryDelayRight, count: count, from: start) }
+        if !wetMix.isSettled { for _ in 0..<count { wetMix.step() } }
     }
 
     /// Pushes one channel's dry input through its delay and, while bypass moves, mixes it in.
-    @inline(__always) func mixChannel(_ samples: UnsafeMutablePointer<Float>, dry: UnsafeMutablePointer<Float>,
-                                      delay: UnsafeMutablePointer<Float>, count: Int, from start: Int) -> Int {
-        let length = latency
+    @inline(__always) private func mixChannel(_ samples: UnsafeMutablePointer<Float>, dry: FixedBuffer<Float>,
+                                              delay: FixedBuffer<Float>, count: Int, from start: Int) -> Int {
         var position = start
         var mix = wetMix
         let settledWet = mix.isSettled && mix.value == 1
-        for i in upTo(count) {
+        for i in 0..<count {
             let delayed = delay[position]
             delay[position] = dry[i]
-            position = position &+ 1 == length ? 0 : position &+ 1
+            position = delay.slot(after: position)
             if settledWet { continue }
             mix.step()
             let wet = Float(mix.value)
@@ -268,31 +274,31 @@ public struct Chain: ~Copyable {
 
     /// The last step of every chunk: the MPO holds even where the limiter cannot (limit.enable 0,
     /// bypass, the bypass crossfade).
-    @inline(__always) func clampToMaximumOutput(_ left: UnsafeMutablePointer<Float>,
-                                                _ right: UnsafeMutablePointer<Float>?, count: Int) {
+    @inline(__always) private func clampToMaximumOutput(_ left: UnsafeMutablePointer<Float>,
+                                                        _ right: UnsafeMutablePointer<Float>?, count: Int) {
         let top = maximumOutput
-        for i in upTo(count) { left[i] = max(min(left[i], top), -top) }
-        if let right { for i in upTo(count) { right[i] = max(min(right[i], top), -top) } }
+        for i in 0..<count { left[i] = max(min(left[i], top), -top) }
+        if let right { for i in 0..<count { right[i] = max(min(right[i], top), -top) } }
     }
 
-    @inline(__always) static func meter(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
-                                        count: Int, peak: inout Float, squares: inout Double) {
+    @inline(__always) private static func meter(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
+                                                count: Int, peak: inout Float, squares: inout Double) {
         // Four partial sums and maxima break the add chain, so the loop runs at the adder's throughput.
         var t0 = peak, t1: Float = 0, t2: Float = 0, t3: Float = 0
         var s0: Float = 0, s1: Float = 0, s2: Float = 0, s3: Float = 0
-        for channel in upTo(right == nil ? 1 : 2) {
+        for channel in 0..<(right == nil ? 1 : 2) {
             let samples = channel == 0 ? left : right ?? left
             var i = 0
-            while i &+ 4 <= count {
-                let a = samples[i], b = samples[i &+ 1], c = samples[i &+ 2], d = samples[i &+ 3]
+            while i + 4 <= count {
+                let a = samples[i], b = samples[i + 1], c = samples[i + 2], d = samples[i + 3]
                 t0 = max(t0, abs(a)); t1 = max(t1, abs(b)); t2 = max(t2, abs(c)); t3 = max(t3, abs(d))
                 s0 += a * a; s1 += b * b; s2 += c * c; s3 += d * d
-                i &+= 4
+                i += 4
             }
             while i < count {
                 t0 = max(t0, abs(samples[i]))
                 s0 += samples[i] * samples[i]
-                i &+= 1
+                i += 1
             }
         }
         peak = max(max(t0, t1), max(t2, t3))
@@ -301,7 +307,7 @@ public struct Chain: ~Copyable {
 
     /// True when a filter register holds a subnormal number (a test hook for the denormal guard).
     public var holdsSubnormalState: Bool {
-        for i in upTo(12) where equalizer.state[i].s1.isSubnormal || equalizer.state[i].s2.isSubnormal { return true }
+        for i in 0..<12 where equalizer.state[i].s1.isSubnormal || equalizer.state[i].s2.isSubnormal { return true }
         return compressor.smoothedDB.isSubnormal || multiband.holdsSubnormalState
     }
 }
