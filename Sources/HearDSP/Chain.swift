@@ -164,10 +164,17 @@ public struct Chain: ~Copyable {
                 // Garbage in (NaN, Inf, absurd levels): drop this chunk and start clean from the next,
                 // keeping the tick grid where it was (the phase is set below).
                 reset()
-                for i in 0..<count { left[i] = 0; right[i] = 0 }
+                var i = 0
+                while i < count { left[i] = 0; right[i] = 0; i += 1 }
             }
-            for i in 0..<count { outLeft[start + i] = left[i] }
-            if stereo, let outRight { for i in 0..<count { outRight[start + i] = right[i] } }
+            let outLeftPiece = outLeft + start
+            var i = 0
+            while i < count { outLeftPiece[i] = left[i]; i += 1 }
+            if stereo, let outRight {
+                let outRightPiece = outRight + start
+                i = 0
+                while i < count { outRightPiece[i] = right[i]; i += 1 }
+            }
             phase = pieces.phase
         }
     }
@@ -175,7 +182,11 @@ public struct Chain: ~Copyable {
     /// True if any of `count` samples is NaN or infinite (branch-free, so the loop vectorizes).
     @inline(__always) private static func holdsNonFinite(_ samples: UnsafeMutablePointer<Float>, count: Int) -> Bool {
         var finite = true
-        for i in 0..<count { finite = finite && abs(samples[i]) <= .greatestFiniteMagnitude }
+        var i = 0
+        while i < count {
+            finite = finite && abs(samples[i]) <= .greatestFiniteMagnitude
+            i += 1
+        }
         return !finite
     }
 
@@ -183,7 +194,8 @@ public struct Chain: ~Copyable {
     @inline(__always) private func readInput(_ source: UnsafePointer<Float>, into target: UnsafeMutablePointer<Float>,
                                              dry: UnsafeMutablePointer<Float>, count: Int) -> Bool {
         var fault = false
-        for i in 0..<count {
+        var i = 0
+        while i < count {
             let x = source[i]
             let magnitude = abs(x)
             let audio = magnitude <= 64  // false for NaN too
@@ -192,6 +204,7 @@ public struct Chain: ~Copyable {
             let kept = audio && magnitude >= 1e-20 ? x : 0
             target[i] = kept
             dry[i] = kept
+            i += 1
         }
         return fault
     }
@@ -205,6 +218,7 @@ public struct Chain: ~Copyable {
 
     @inline(__always) private mutating func processChunk(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                                  count: Int) {
+        let count = held(count)
         Self.meter(left, right, count: count, peak: &meters.inputPeak, squares: &meters.inputSquares)
         noiseSuppressor.process(left, right, count: count)
         equalizer.process(left, right, count: count)

@@ -98,6 +98,7 @@ public struct Equalizer: Sendable {
 
     /// The section band `b` runs once its glides have arrived.
     private func targetSection(_ b: Int) -> Biquad {
+        guard bands.indices.contains(b) else { return .identity }
         let band = bands[b]
         return section(b, log2Frequency: band.log2Frequency.target, gainDB: band.gainDB.target, log2Q: band.log2Q.target,
                        amount: band.amount.target)
@@ -146,6 +147,7 @@ public struct Equalizer: Sendable {
 
     /// The section band `b` runs right now, and registers cleared when it turns flat.
     private mutating func design(_ b: Int) {
+        guard bands.indices.contains(b) else { return }
         let band = bands[b]
         let next = section(b, log2Frequency: band.log2Frequency.value, gainDB: band.gainDB.value,
                            log2Q: band.log2Q.value, amount: band.amount.value)

@@ -268,6 +268,7 @@ public struct MultibandCompressor: ~Copyable {
     /// break the compare chain, so the loop runs at the CPU's throughput, not its latency.
     @inline(__always) private static func peak(_ x: UnsafeMutablePointer<Float>, _ y: UnsafeMutablePointer<Float>?,
                                                count: Int) -> Float {
+        let count = held(count)
         var t0: Float = 0, t1: Float = 0, t2: Float = 0, t3: Float = 0
         var k = 0
         if let y {
