@@ -247,15 +247,17 @@ public struct Chain: ~Copyable {
         if outputGain.isSettled && outputGain.value == 1 { return }
         if outputGain.isSettled {
             let gain = Float(outputGain.value)
-            for i in 0..<count { left[i] *= gain }
-            if let right { for i in 0..<count { right[i] *= gain } }
+            var i = 0
+            while i < count { left[i] *= gain; right?[i] *= gain; i += 1 }
             return
         }
-        for i in 0..<count {
+        var i = 0
+        while i < count {
             outputGain.step()
             let gain = Float(outputGain.value)
             left[i] *= gain
             right?[i] *= gain
+            i += 1
         }
     }
 
@@ -265,7 +267,10 @@ public struct Chain: ~Copyable {
         let start = dryPosition
         dryPosition = mixChannel(left, dry: dryLeft, delay: dryDelayLeft, count: count, from: start)
         if let right { _ = mixChannel(right, dry: dryRight, delay: dryDelayRight, count: count, from: start) }
-        if !wetMix.isSettled { for _ in 0..<count { wetMix.step() } }
+        if !wetMix.isSettled {
+            var i = 0
+            while i < count { wetMix.step(); i += 1 }
+        }
     }
 
     /// Pushes one channel's dry input through its delay and, while bypass moves, mixes it in.
@@ -274,7 +279,9 @@ public struct Chain: ~Copyable {
         var position = start
         var mix = wetMix
         let settledWet = mix.isSettled && mix.value == 1
-        for i in 0..<count {
+        var i = 0
+        while i < count {
+            defer { i += 1 }
             let delayed = delay[position]
             delay[position] = dry[i]
             position = delay.slot(after: position)
@@ -291,8 +298,12 @@ public struct Chain: ~Copyable {
     @inline(__always) private func clampToMaximumOutput(_ left: UnsafeMutablePointer<Float>,
                                                         _ right: UnsafeMutablePointer<Float>?, count: Int) {
         let top = maximumOutput
-        for i in 0..<count { left[i] = max(min(left[i], top), -top) }
-        if let right { for i in 0..<count { right[i] = max(min(right[i], top), -top) } }
+        var i = 0
+        while i < count {
+            left[i] = max(min(left[i], top), -top)
+            if let right { right[i] = max(min(right[i], top), -top) }
+            i += 1
+        }
     }
 
     @inline(__always) private static func meter(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
