@@ -180,8 +180,8 @@ public enum Fitting {
         func delivered(_ gains: [Double]) -> [Double] {
             responses.map { bands in
                 var sum = Complex(0, 0)
-                for band in 0..<bandCount { sum = sum + Glibc.pow(10, gains[band] / 20) * bands[band] }
-                return 20 * Glibc.log10(max(sum.magnitude, 1e-30))
+                for band in 0..<bandCount { sum = sum + Decibels.toGain(gains[band]) * bands[band] }
+                return Decibels.fromGain(max(sum.magnitude, 1e-30))
             }
         }
         // Fixed-point iteration: each band moves by its centre's error; the response matrix is
@@ -235,7 +235,7 @@ extension Crossover {
     public func responseDB(atFrequency frequency: Double, bandGainsDB: [Double]) -> Double {
         let bands = bandResponses(atFrequency: frequency)
         var sum = Complex(0, 0)
-        for band in 0..<Crossover.bandCount { sum = sum + Glibc.pow(10, bandGainsDB[band] / 20) * bands[band] }
-        return 20 * Glibc.log10(max(sum.magnitude, 1e-30))
+        for band in 0..<Crossover.bandCount { sum = sum + Decibels.toGain(bandGainsDB[band]) * bands[band] }
+        return Decibels.fromGain(max(sum.magnitude, 1e-30))
     }
 }

@@ -28,12 +28,16 @@ public struct Chain: ~Copyable {
     var maximumOutput: Float = 1
     /// 1 = processed, 0 = bypassed.
     var wetMix: Glide
-    /// The input delayed by the chain's latency, for the bypass crossfade.
-    let dryDelay: UnsafeMutablePointer<Float>
+    /// The input delayed by the chain's latency, per channel, for the bypass crossfade.
+    let dryDelayLeft: FixedBuffer<Float>
+    let dryDelayRight: FixedBuffer<Float>
     var dryPosition = 0
-    /// Two channels of one chunk each: the signal being processed, and the input kept for bypass.
-    let work: UnsafeMutablePointer<Float>
-    let dry: UnsafeMutablePointer<Float>
+    /// One chunk per channel: the signal being processed, and the input kept for bypass.
+    let workLeft: FixedBuffer<Float>
+    let workRight: FixedBuffer<Float>
+    let dryLeft: FixedBuffer<Float>
+    let dryRight: FixedBuffer<Float>
+    /// Where in its control tick the next sample falls.
     var phase = 0
     /// What the stages measured since the meters were last cleared (the plugin clears them when it publishes them).
     public var meters = Meters()
@@ -59,10 +63,13 @@ public struct Chain: ~Copyable {
         limiter = Limiter(sampleRate: rate, channels: self.channels, values: values)
         outputGain = Glide(1, timeConstant: 0.01, stepsPerSecond: rate, tolerance: 1e-7)
         wetMix = Glide(1, timeConstant: 0.005, stepsPerSecond: rate, tolerance: 1e-5)
-        latency = noiseSuppressor.latency &+ limiter.lookahead
-        dryDelay = allocateBuffer(2 &* latency, repeating: 0)
-        work = allocateBuffer(2 &* tickLength, repeating: 0)
-        dry = allocateBuffer(2 &* tickLength, repeating: 0)
+        latency = held(noiseSuppressor.latency) + held(limiter.lookahead)
+        dryDelayLeft = FixedBuffer(count: latency, repeating: 0)
+        dryDelayRight = FixedBuffer(count: latency, repeating: 0)
+        workLeft = FixedBuffer(count: tickLength, repeating: 0)
+        workRight = FixedBuffer(count: tickLength, repeating: 0)
+        dryLeft = FixedBuffer(count: tickLength, repeating: 0)
+        dryRight = FixedBuffer(count: tickLength, repeating: 0)
         apply(values)
         multiband.snap()
         outputGain.jump(to: outputGain.target)
@@ -70,9 +77,12 @@ public struct Chain: ~Copyable {
     }
 
     deinit {
-        dryDelay.deallocate()
-        work.deallocate()
-        dry.deallocate()
+        dryDelayLeft.deallocate()
+        dryDelayRight.deallocate()
+        workLeft.deallocate()
+        workRight.deallocate()
+        dryLeft.deallocate()
+        dryRight.deallocate()
     }
 
     /// Takes a new parameter set (already clamped); every stage glides to it from where it is.
@@ -94,10 +104,10 @@ public struct Chain: ~Copyable {
         compressor.set(next)
         limiter.set(next)
         // Rounded down to a Float, so no sample can exceed the MPO by even a rounding step.
-        let mpo = LibM.exp(Double(next[.mbMPO]) * 0.11512925464970229)
+        let mpo = Decibels.toGain(Double(next[.mbMPO]))
         let level = Float(mpo)
         maximumOutput = Double(level) > mpo ? level.nextDown : level
-        outputGain.target = LibM.exp((Double(next[.gain]) - excess) * 0.11512925464970229)  // 10^(dB/20)
+        outputGain.target = Decibels.toGain(Double(next[.gain]) - excess)
         wetMix.target = next[.bypass] != 0 ? 0 : 1
     }
 
@@ -108,7 +118,8 @@ public struct Chain: ~Copyable {
         multiband.reset()
         compressor.reset()
         limiter.reset()
-        dryDelay.fill(0, count: 2 &* latency)
+        dryDelayLeft.fill(0)
+        dryDelayRight.fill(0)
         dryPosition = 0
         phase = 0
     }
@@ -118,14 +129,14 @@ public struct Chain: ~Copyable {
                                            outLeft: UnsafeMutablePointer<Float>, outRight: UnsafeMutablePointer<Float>?,
                                            frames: Int) {
         let stereo = channels == 2 && inRight != nil && outRight != nil
-        var done = 0
-        while done < frames {
-            if phase == 0 { tick() }
-            let count = min(tickLength &- phase, frames &- done)
-            let left = work, right = work + tickLength
-            var fault = readInput(inLeft + done, into: left, dry: dry, count: count)
+        let left = workLeft.base, right = workRight.base
+        var pieces = GridPieces(count: frames, period: tickLength, phase: phase)
+        while let piece = pieces.next() {
+            if piece.startsPeriod { tick() }
+            let start = piece.start, count = piece.count
+            var fault = readInput(inLeft + start, into: left, dry: dryLeft.base, count: count)
             if stereo, let inRight {
-                fault = readInput(inRight + done, into: right, dry: dry + tickLength, count: count) || fault
+                fault = readInput(inRight + start, into: right, dry: dryRight.base, count: count) || fault
             }
             processChunk(left, stereo ? right : nil, count: count)
             // A non-finite sample made inside the chain (a stage's state gone bad, not the input)
@@ -135,32 +146,40 @@ public struct Chain: ~Copyable {
             if produced && !fault { internalFaults &+= 1 }
             if fault || produced {
                 // Garbage in (NaN, Inf, absurd levels): drop this chunk and start clean from the next,
-                // keeping the tick grid where it was.
-                let grid = phase
+                // keeping the tick grid where it was (the phase is set below).
                 reset()
-                phase = grid
-                for i in upTo(count) { left[i] = 0; right[i] = 0 }
+                var i = 0
+                while i < count { left[i] = 0; right[i] = 0; i += 1 }
             }
-            for i in upTo(count) { outLeft[done &+ i] = left[i] }
-            if stereo, let outRight { for i in upTo(count) { outRight[done &+ i] = right[i] } }
-            phase &+= count
-            if phase >= tickLength { phase = 0 }
-            done &+= count
+            let outLeftPiece = outLeft + start
+            var i = 0
+            while i < count { outLeftPiece[i] = left[i]; i += 1 }
+            if stereo, let outRight {
+                let outRightPiece = outRight + start
+                i = 0
+                while i < count { outRightPiece[i] = right[i]; i += 1 }
+            }
+            phase = pieces.phase
         }
     }
 
     /// True if any of `count` samples is NaN or infinite (branch-free, so the loop vectorizes).
-    @inline(__always) static func holdsNonFinite(_ samples: UnsafeMutablePointer<Float>, count: Int) -> Bool {
+    @inline(__always) private static func holdsNonFinite(_ samples: UnsafeMutablePointer<Float>, count: Int) -> Bool {
         var finite = true
-        for i in upTo(count) { finite = finite && abs(samples[i]) <= .greatestFiniteMagnitude }
+        var i = 0
+        while i < count {
+            finite = finite && abs(samples[i]) <= .greatestFiniteMagnitude
+            i += 1
+        }
         return !finite
     }
 
     /// Copies and sanitizes one channel's input; true if it held a sample no audio can have.
-    @inline(__always) func readInput(_ source: UnsafePointer<Float>, into target: UnsafeMutablePointer<Float>,
-                                     dry: UnsafeMutablePointer<Float>, count: Int) -> Bool {
+    @inline(__always) private func readInput(_ source: UnsafePointer<Float>, into target: UnsafeMutablePointer<Float>,
+                                             dry: UnsafeMutablePointer<Float>, count: Int) -> Bool {
         var fault = false
-        for i in upTo(count) {
+        var i = 0
+        while i < count {
             let x = source[i]
             let magnitude = abs(x)
             let audio = magnitude <= 64  // false for NaN too
@@ -169,6 +188,7 @@ public struct Chain: ~Copyable {
             let kept = audio && magnitude >= 1e-20 ? x : 0
             target[i] = kept
             dry[i] = kept
+            i += 1
         }
         return fault
     }
@@ -180,8 +200,9 @@ public struct Chain: ~Copyable {
         limiter.tick()
     }
 
-    @inline(__always) mutating func processChunk(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
+    @inline(__always) private mutating func processChunk(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                                  count: Int) {
+        let count = held(count)
         measure(left, right, count: count, peak: .inputPeak, squares: .inputRMS)
         noiseSuppressor.process(left, right, count: count)
         equalizer.process(left, right, count: count)
@@ -205,43 +226,49 @@ public struct Chain: ~Copyable {
         meters.record(.noiseFloor, suppressing ? Double(noiseSuppressor.noiseFloorDB) : .nan)
     }
 
-    @inline(__always) mutating func applyOutputGain(_ left: UnsafeMutablePointer<Float>,
-                                                    _ right: UnsafeMutablePointer<Float>?, count: Int) {
+    @inline(__always) private mutating func applyOutputGain(_ left: UnsafeMutablePointer<Float>,
+                                                            _ right: UnsafeMutablePointer<Float>?, count: Int) {
         if outputGain.isSettled && outputGain.value == 1 { return }
         if outputGain.isSettled {
             let gain = Float(outputGain.value)
-            for i in upTo(count) { left[i] *= gain }
-            if let right { for i in upTo(count) { right[i] *= gain } }
+            var i = 0
+            while i < count { left[i] *= gain; right?[i] *= gain; i += 1 }
             return
         }
-        for i in upTo(count) {
+        var i = 0
+        while i < count {
             outputGain.step()
             let gain = Float(outputGain.value)
             left[i] *= gain
             right?[i] *= gain
+            i += 1
         }
     }
 
     /// Crossfades with the input delayed by the chain's latency, so bypass neither clicks nor shifts in time.
-    @inline(__always) mutating func mixWithDry(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
-                                               count: Int) {
+    @inline(__always) private mutating func mixWithDry(_ left: UnsafeMutablePointer<Float>,
+                                                       _ right: UnsafeMutablePointer<Float>?, count: Int) {
         let start = dryPosition
-        dryPosition = mixChannel(left, dry: dry, delay: dryDelay, count: count, from: start)
-        if let right { _ = mixChannel(right, dry: dry + tickLength, delay: dryDelay + latency, count: count, from: start) }
-        if !wetMix.isSettled { for _ in upTo(count) { wetMix.step() } }
+        dryPosition = mixChannel(left, dry: dryLeft, delay: dryDelayLeft, count: count, from: start)
+        if let right { _ = mixChannel(right, dry: dryRight, delay: dryDelayRight, count: count, from: start) }
+        if !wetMix.isSettled {
+            var i = 0
+            while i < count { wetMix.step(); i += 1 }
+        }
     }
 
     /// Pushes one channel's dry input through its delay and, while bypass moves, mixes it in.
-    @inline(__always) func mixChannel(_ samples: UnsafeMutablePointer<Float>, dry: UnsafeMutablePointer<Float>,
-                                      delay: UnsafeMutablePointer<Float>, count: Int, from start: Int) -> Int {
-        let length = latency
+    @inline(__always) private func mixChannel(_ samples: UnsafeMutablePointer<Float>, dry: FixedBuffer<Float>,
+                                              delay: FixedBuffer<Float>, count: Int, from start: Int) -> Int {
         var position = start
         var mix = wetMix
         let settledWet = mix.isSettled && mix.value == 1
-        for i in upTo(count) {
+        var i = 0
+        while i < count {
+            defer { i += 1 }
             let delayed = delay[position]
             delay[position] = dry[i]
-            position = position &+ 1 == length ? 0 : position &+ 1
+            position = delay.slot(after: position)
             if settledWet { continue }
             mix.step()
             let wet = Float(mix.value)
@@ -252,11 +279,15 @@ public struct Chain: ~Copyable {
 
     /// The last step of every chunk: the MPO holds even where the limiter cannot (limit.enable 0,
     /// bypass, the bypass crossfade).
-    @inline(__always) func clampToMaximumOutput(_ left: UnsafeMutablePointer<Float>,
-                                                _ right: UnsafeMutablePointer<Float>?, count: Int) {
+    @inline(__always) private func clampToMaximumOutput(_ left: UnsafeMutablePointer<Float>,
+                                                        _ right: UnsafeMutablePointer<Float>?, count: Int) {
         let top = maximumOutput
-        for i in upTo(count) { left[i] = max(min(left[i], top), -top) }
-        if let right { for i in upTo(count) { right[i] = max(min(right[i], top), -top) } }
+        var i = 0
+        while i < count {
+            left[i] = max(min(left[i], top), -top)
+            if let right { right[i] = max(min(right[i], top), -top) }
+            i += 1
+        }
     }
 
     /// Records the peak magnitude and the sum of squares of a chunk's samples as the two meters.
@@ -265,19 +296,23 @@ public struct Chain: ~Copyable {
         // Four partial sums and maxima break the add chain, so the loop runs at the adder's throughput.
         var t0: Float = 0, t1: Float = 0, t2: Float = 0, t3: Float = 0
         var s0: Float = 0, s1: Float = 0, s2: Float = 0, s3: Float = 0
-        for channel in upTo(right == nil ? 1 : 2) {
+        // A `while` over the channels: a `for` over a computed range keeps an overflow check here.
+        let channels = right == nil ? 1 : 2
+        var channel = 0
+        while channel < channels {
             let samples = channel == 0 ? left : right ?? left
+            channel += 1
             var i = 0
-            while i &+ 4 <= count {
-                let a = samples[i], b = samples[i &+ 1], c = samples[i &+ 2], d = samples[i &+ 3]
+            while i + 4 <= count {
+                let a = samples[i], b = samples[i + 1], c = samples[i + 2], d = samples[i + 3]
                 t0 = max(t0, abs(a)); t1 = max(t1, abs(b)); t2 = max(t2, abs(c)); t3 = max(t3, abs(d))
                 s0 += a * a; s1 += b * b; s2 += c * c; s3 += d * d
-                i &+= 4
+                i += 4
             }
             while i < count {
                 t0 = max(t0, abs(samples[i]))
                 s0 += samples[i] * samples[i]
-                i &+= 1
+                i += 1
             }
         }
         meters.record(peak, Double(max(max(t0, t1), max(t2, t3))))
@@ -286,7 +321,7 @@ public struct Chain: ~Copyable {
 
     /// True when a filter register holds a subnormal number (a test hook for the denormal guard).
     public var holdsSubnormalState: Bool {
-        for i in upTo(12) where equalizer.state[i].s1.isSubnormal || equalizer.state[i].s2.isSubnormal { return true }
+        for i in 0..<12 where equalizer.state[i].s1.isSubnormal || equalizer.state[i].s2.isSubnormal { return true }
         return compressor.smoothedDB.isSubnormal || multiband.holdsSubnormalState
     }
 }

@@ -33,7 +33,7 @@ public struct Compressor: ~Copyable {
     var settings: Settings
     var curve: Curve
     /// Per-sample gain in dB, then its log2, for one piece of audio.
-    let scratch: UnsafeMutablePointer<Float>
+    let scratch: FixedBuffer<Float>
     var attackCoefficient = 0.0
     var releaseCoefficient = 0.0
     /// Smoothed gain change in dB (<= 0): the gain reduction, negated.
@@ -47,7 +47,7 @@ public struct Compressor: ~Copyable {
         self.sampleRate = sampleRate
         settings = Settings(values)
         curve = Curve(thresholdDB: settings.thresholdDB, ratio: settings.ratio, kneeDB: settings.kneeDB)
-        scratch = allocateBuffer(Self.scratchCapacity, repeating: 0)
+        scratch = FixedBuffer(count: Self.scratchCapacity, repeating: 0)
         makeup = Glide(0, timeConstant: 0.02, stepsPerSecond: ticksPerSecond, tolerance: 1e-4)
         set(values)
         makeup.jump(to: makeup.target)
@@ -110,41 +110,39 @@ public struct Compressor: ~Copyable {
     @_noLocks public mutating func process(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                            count: Int) {
         if isIdle { return }
-        var done = 0
-        while done < count {
-            let piece = min(count &- done, Self.scratchCapacity)
-            processPiece(left + done, right.map { $0 + done }, count: piece)
-            done &+= piece
+        var pieces = GridPieces(count: count, period: scratch.count, phase: 0)
+        while let piece = pieces.next() {
+            processPiece(left + piece.start, right.map { $0 + piece.start }, count: piece.count)
         }
     }
 
     /// Three passes: the level and static curve per sample (no loop-carried state, so it
     /// vectorizes), the attack/release smoothing (the only serial part), then the gain.
-    @inline(__always) mutating func processPiece(_ left: UnsafeMutablePointer<Float>,
+    @inline(__always) private mutating func processPiece(_ left: UnsafeMutablePointer<Float>,
                                                  _ right: UnsafeMutablePointer<Float>?, count: Int) {
         let gainDB = scratch
         if settings.enabled {
             let curve = self.curve
-            // 20 log10(x) via log2; the floor keeps silence finite (-200 dBFS).
+            // The floor keeps silence finite (-200 dBFS).
             if let right {
-                for i in upTo(count) {
+                for i in 0..<count {
                     let peak = max(abs(left[i]), abs(right[i]))
-                    gainDB[i] = curve.gainChangeDB(levelDB: 6.0206 * FastMath.log2(max(peak, 1e-10)))
+                    gainDB[i] = curve.gainChangeDB(levelDB: Decibels.fastFromGain(max(peak, 1e-10)))
                 }
             } else {
-                for i in upTo(count) {
-                    gainDB[i] = curve.gainChangeDB(levelDB: 6.0206 * FastMath.log2(max(abs(left[i]), 1e-10)))
+                for i in 0..<count {
+                    gainDB[i] = curve.gainChangeDB(levelDB: Decibels.fastFromGain(max(abs(left[i]), 1e-10)))
                 }
             }
         } else {
-            for i in upTo(count) { gainDB[i] = 0 }
+            for i in 0..<count { gainDB[i] = 0 }
         }
 
         let attack = attackCoefficient, release = releaseCoefficient
         let makeupDB = makeup.value
         var smoothed = smoothedDB
         var deepest = smoothed
-        for i in upTo(count) {
+        for i in 0..<count {
             let target = Double(gainDB[i])
             // One multiply-add on the loop-carried path: c * smoothed + (1 - c) * target.
             let attacking = target < smoothed
@@ -152,14 +150,14 @@ public struct Compressor: ~Copyable {
             let pull = (attacking ? 1 - attack : 1 - release) * target
             smoothed = (coefficient * smoothed).addingProduct(1, pull)
             deepest = min(deepest, smoothed)
-            // log2 of the linear gain: dB / 20 * log2(10).
-            gainDB[i] = Float((smoothed + makeupDB) * 0.16609640474436813)
+            // log2 of the linear gain, for exp2.
+            gainDB[i] = Float((smoothed + makeupDB) * Decibels.log2PerDB)
         }
         smoothedDB = smoothed
         peakReductionDB = max(peakReductionDB, Float(-deepest))
 
-        for i in upTo(count) { left[i] *= FastMath.exp2(gainDB[i]) }
-        if let right { for i in upTo(count) { right[i] *= FastMath.exp2(gainDB[i]) } }
+        for i in 0..<count { left[i] *= FastMath.exp2(gainDB[i]) }
+        if let right { for i in 0..<count { right[i] *= FastMath.exp2(gainDB[i]) } }
     }
 
     public mutating func reset() {

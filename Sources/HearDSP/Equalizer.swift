@@ -22,8 +22,7 @@ public struct Equalizer: Sendable {
     let channels: Int
     var bands: InlineArray<6, Band>
     var coefficients: InlineArray<6, Biquad>
-    /// Indices of the bands that are not flat, in cascade order; `activeCount` of them.
-    var active: InlineArray<6, Int> = InlineArray(repeating: 0)
+    /// How many bands are not flat (their sections run, in cascade order).
     var activeCount = 0
     /// Registers per channel and band: `[channel * 6 + band]`.
     var state: InlineArray<12, BiquadState> = InlineArray(repeating: BiquadState())
@@ -64,7 +63,7 @@ public struct Equalizer: Sendable {
 
     /// Jumps to the targets at once (at start-up, where there is nothing to glide from).
     public mutating func snap() {
-        for b in upTo(Self.bandCount) {
+        for b in 0..<Self.bandCount {
             bands[b].log2Frequency.jump(to: bands[b].log2Frequency.target)
             bands[b].gainDB.jump(to: bands[b].gainDB.target)
             bands[b].log2Q.jump(to: bands[b].log2Q.target)
@@ -77,18 +76,19 @@ public struct Equalizer: Sendable {
 
     /// Once per control period: glide moving bands one step and redesign them.
     @inline(__always) public mutating func tick() {
-        for i in upTo(activeCount) {
-            for c in upTo(channels) { state[unchecked: c &* Self.bandCount &+ active[unchecked: i]].flushTiny() }
+        for b in 0..<Self.bandCount where !coefficients[b].isIdentity {
+            state[b].flushTiny()
+            state[Self.bandCount + b].flushTiny()
         }
         guard moving else { return }
         var stillMoving = false
-        for b in upTo(Self.bandCount) {
-            var band = bands[unchecked: b]
+        for b in 0..<Self.bandCount {
+            var band = bands[b]
             if band.log2Frequency.isSettled && band.gainDB.isSettled && band.log2Q.isSettled && band.amount.isSettled {
                 continue
             }
             band.log2Frequency.step(); band.gainDB.step(); band.log2Q.step(); band.amount.step()
-            bands[unchecked: b] = band
+            bands[b] = band
             design(b)
             stillMoving = true
         }
@@ -96,16 +96,10 @@ public struct Equalizer: Sendable {
         collectActive()
     }
 
-    /// The section band `b` (0 ..< 6) runs right now.
-    func section(_ b: Int) -> Biquad {
-        let band = bands[unchecked: b]
-        return section(b, log2Frequency: band.log2Frequency.value, gainDB: band.gainDB.value, log2Q: band.log2Q.value,
-                       amount: band.amount.value)
-    }
-
-    /// The section band `b` (0 ..< 6) runs once its glides have arrived.
-    func targetSection(_ b: Int) -> Biquad {
-        let band = bands[unchecked: b]
+    /// The section band `b` runs once its glides have arrived.
+    private func targetSection(_ b: Int) -> Biquad {
+        guard bands.indices.contains(b) else { return .identity }
+        let band = bands[b]
         return section(b, log2Frequency: band.log2Frequency.target, gainDB: band.gainDB.target, log2Q: band.log2Q.target,
                        amount: band.amount.target)
     }
@@ -119,11 +113,11 @@ public struct Equalizer: Sendable {
         let top = 0.49 * sampleRate
         var peak = 0.0  // squared magnitude of the highest point; 1 = 0 dB (a cut never lowers the bound below 0 dB)
         var sections = InlineArray<6, Biquad>(repeating: .identity)
-        for b in upTo(Self.bandCount) { sections[b] = targetSection(b) }
+        for b in 0..<Self.bandCount { sections[b] = targetSection(b) }
         func response(_ f: Double) -> Double {
             let cosine = LibM.cos(2 * Double.pi * f / sampleRate)
             var product = 1.0
-            for b in upTo(Self.bandCount) { product *= sections[b].squaredMagnitude(cosine: cosine) }
+            for b in 0..<Self.bandCount { product *= sections[b].squaredMagnitude(cosine: cosine) }
             return product
         }
         var f = 20.0
@@ -131,10 +125,10 @@ public struct Equalizer: Sendable {
             peak = max(peak, response(f))
             f *= 1.0293022366434921  // 2^(1/24)
         }
-        for b in upTo(Self.bandCount) {
+        for b in 0..<Self.bandCount {
             peak = max(peak, response(min(LibM.exp2(bands[b].log2Frequency.target), top)))
         }
-        return 10 * LibM.log10(max(peak, 1))
+        return Decibels.fromPower(max(peak, 1))
     }
 
     /// The section of band `b` at this shape.
@@ -151,21 +145,22 @@ public struct Equalizer: Sendable {
         return amount == 1 ? filter : filter.blended(withDry: amount)
     }
 
-    mutating func design(_ b: Int) {
-        let next = section(b)
-        if next.isIdentity && !coefficients[unchecked: b].isIdentity {
-            for c in upTo(2) { state[unchecked: c &* Self.bandCount &+ b] = BiquadState() }
+    /// The section band `b` runs right now, and registers cleared when it turns flat.
+    private mutating func design(_ b: Int) {
+        guard bands.indices.contains(b) else { return }
+        let band = bands[b]
+        let next = section(b, log2Frequency: band.log2Frequency.value, gainDB: band.gainDB.value,
+                           log2Q: band.log2Q.value, amount: band.amount.value)
+        if next.isIdentity && !coefficients[b].isIdentity {
+            state[b] = BiquadState()
+            state[Self.bandCount + b] = BiquadState()
         }
-        coefficients[unchecked: b] = next
+        coefficients[b] = next
     }
 
-    /// `active` holds the bands that are not flat, so `activeCount` is 0 ... 6 and each entry 0 ..< 6.
-    mutating func collectActive() {
+    private mutating func collectActive() {
         activeCount = 0
-        for b in upTo(Self.bandCount) where !coefficients[unchecked: b].isIdentity {
-            active[unchecked: activeCount] = b
-            activeCount &+= 1
-        }
+        for b in 0..<Self.bandCount where !coefficients[b].isIdentity { activeCount += 1 }
     }
 
     /// True when no parameter is gliding, so no coefficient will be recomputed.
@@ -177,8 +172,8 @@ public struct Equalizer: Sendable {
     /// The designed magnitude response of the whole cascade at `frequency`, in dB.
     public func responseDB(atFrequency frequency: Double) -> Double {
         var db = 0.0
-        for b in upTo(Self.bandCount) {
-            db += 20 * LibM.log10(coefficients[b].magnitude(atFrequency: frequency, sampleRate: sampleRate))
+        for b in 0..<Self.bandCount {
+            db += Decibels.fromGain(coefficients[b].magnitude(atFrequency: frequency, sampleRate: sampleRate))
         }
         return db
     }
@@ -199,43 +194,49 @@ public struct Equalizer: Sendable {
         }
     }
 
-    @inline(__always) mutating func runCascade<let N: Int>(
+    @inline(__always) private mutating func runCascade<let N: Int>(
         _ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?, count: Int,
         sections: InlineArray<N, Biquad>
     ) {
         var sections = sections
         var leftState = InlineArray<N, BiquadState>(repeating: BiquadState())
         var rightState = InlineArray<N, BiquadState>(repeating: BiquadState())
-        // N == activeCount <= 6, and every active entry is a band (collectActive).
-        for k in upTo(N) {
-            let band = active[unchecked: k]
-            sections[unchecked: k] = coefficients[unchecked: band]
-            leftState[unchecked: k] = state[unchecked: band]
-            rightState[unchecked: k] = state[unchecked: Self.bandCount &+ band]
+        // The bands that are not flat, in order, become sections 0 ..< N (N == activeCount).
+        var k = 0
+        for band in 0..<Self.bandCount where !coefficients[band].isIdentity {
+            guard sections.indices.contains(k) else { break }
+            sections[k] = coefficients[band]
+            leftState[k] = state[band]
+            rightState[k] = state[Self.bandCount + band]
+            k += 1
         }
-        // Plain subscripts here: k < N is evident to the optimizer (no check is emitted), and the
-        // unchecked subscript's address accessor would keep the registers in memory.
+        // `while` loops over samples: see FixedBuffer.swift.
+        var i = 0
         if let right, channels == 2 {
-            for i in upTo(count) {
+            while i < count {
                 var x = Double(left[i]), y = Double(right[i])
-                for k in upTo(N) {
+                for k in sections.indices {
                     x = leftState[k].filter(x, sections[k])
                     y = rightState[k].filter(y, sections[k])
                 }
                 left[i] = Float(x)
                 right[i] = Float(y)
+                i += 1
             }
         } else {
-            for i in upTo(count) {
+            while i < count {
                 var x = Double(left[i])
-                for k in upTo(N) { x = leftState[k].filter(x, sections[k]) }
+                for k in sections.indices { x = leftState[k].filter(x, sections[k]) }
                 left[i] = Float(x)
+                i += 1
             }
         }
-        for k in upTo(N) {
-            let band = active[unchecked: k]
-            state[unchecked: band] = leftState[unchecked: k]
-            state[unchecked: Self.bandCount &+ band] = rightState[unchecked: k]
+        k = 0
+        for band in 0..<Self.bandCount where !coefficients[band].isIdentity {
+            guard sections.indices.contains(k) else { break }
+            state[band] = leftState[k]
+            state[Self.bandCount + band] = rightState[k]
+            k += 1
         }
     }
 

@@ -10,27 +10,28 @@
 
 public struct Limiter: ~Copyable {
     public let lookahead: Int
-    let window: Int
-    let channels: Int
     let sampleRate: Double
     var ceiling: Float
     var enabled: Bool
     var releaseCoefficient: Double
     /// Delayed input, `lookahead` samples per channel.
-    let delay: UnsafeMutablePointer<Float>
+    let delayLeft: FixedBuffer<Float>
+    let delayRight: FixedBuffer<Float>
     var delayPosition = 0
-    /// Monotonic queue of (required gain, sample index) over the window.
-    let queueGain: UnsafeMutablePointer<Double>
-    let queueIndex: UnsafeMutablePointer<Int>
+    /// Monotonic queue of (required gain, sample time) over the window, a ring from `queueHead`
+    /// up to `queueTail`; one slot more than the window holds, so head == tail means empty.
+    let queueGain: FixedBuffer<Double>
+    let queueTime: FixedBuffer<Int>
     var queueHead = 0
-    var queueCount = 0
-    var sampleIndex = 0
-    /// The released hold values being averaged, and their sum.
-    let history: UnsafeMutablePointer<Double>
+    var queueTail = 0
+    /// The sample clock: wraps, and only differences of it are used.
+    var sampleTime = 0
+    /// The released hold values being averaged over the window (its length), and their sum.
+    let history: FixedBuffer<Double>
     var historyPosition = 0
     var historySum: Double
     var hold = 1.0
-    /// Samples in a row whose hold was 1: once a whole window, the history needs no updates.
+    /// Samples in a row whose hold was 1, counted up to a window: then the history needs no updates.
     var calmSamples = 0
     var ticksSinceResum = 0
     /// Deepest gain reduction since the meter last read it, in dB (>= 0).
@@ -41,14 +42,14 @@ public struct Limiter: ~Copyable {
 
     public init(sampleRate: Double, channels: Int, values: ParameterValues) {
         self.sampleRate = sampleRate
-        self.channels = min(max(channels, 1), 2)
-        lookahead = Self.lookahead(sampleRate: sampleRate)
-        window = lookahead &+ 1
-        delay = allocateBuffer(lookahead &* 2, repeating: 0)
-        queueGain = allocateBuffer(window, repeating: 0)
-        queueIndex = allocateBuffer(window, repeating: 0)
-        history = allocateBuffer(window, repeating: 1)
-        historySum = Double(window)
+        let lookahead = held(Self.lookahead(sampleRate: sampleRate))
+        self.lookahead = lookahead
+        delayLeft = FixedBuffer(count: lookahead, repeating: 0)
+        delayRight = FixedBuffer(count: lookahead, repeating: 0)
+        queueGain = FixedBuffer(count: lookahead + 2, repeating: 0)
+        queueTime = FixedBuffer(count: lookahead + 2, repeating: 0)
+        history = FixedBuffer(count: lookahead + 1, repeating: 1)
+        historySum = Double(history.count)
         ceiling = 1
         enabled = true
         releaseCoefficient = 0
@@ -57,15 +58,16 @@ public struct Limiter: ~Copyable {
     }
 
     deinit {
-        delay.deallocate()
+        delayLeft.deallocate()
+        delayRight.deallocate()
         queueGain.deallocate()
-        queueIndex.deallocate()
+        queueTime.deallocate()
         history.deallocate()
     }
 
     public mutating func set(_ values: ParameterValues) {
         // The hearing profile's maximum output (mb.mpo) is a ceiling too; the lower one holds.
-        ceiling = Float(LibM.pow(10, Double(min(values[.limitCeiling], values[.mbMPO])) / 20))
+        ceiling = Float(Decibels.toGain(Double(min(values[.limitCeiling], values[.mbMPO]))))
         enabled = values[.limitEnable] != 0
         releaseCoefficient = LibM.exp(-1 / (Double(values[.limitRelease]) / 1000 * sampleRate))
     }
@@ -74,12 +76,13 @@ public struct Limiter: ~Copyable {
     public var ceilingLevel: Float { ceiling }
 
     public mutating func reset() {
-        delay.fill(0, count: lookahead &* 2)
-        history.fill(1, count: window)
-        historySum = Double(window)
+        delayLeft.fill(0)
+        delayRight.fill(0)
+        history.fill(1)
+        historySum = Double(history.count)
         queueHead = 0
-        queueCount = 0
-        sampleIndex = 0
+        queueTail = 0
+        sampleTime = 0
         hold = 1
         calmSamples = 0
         delayPosition = 0
@@ -88,96 +91,97 @@ public struct Limiter: ~Copyable {
 
     /// Re-adds the window now and then, so the running sum cannot drift over hours of audio.
     @inline(__always) public mutating func tick() {
-        ticksSinceResum &+= 1
-        guard ticksSinceResum >= 256 else { return }
+        if ticksSinceResum < 255 {
+            ticksSinceResum += 1
+            return
+        }
         ticksSinceResum = 0
         var sum = 0.0
-        for i in upTo(window) { sum += history[i] }
+        for i in 0..<history.count { sum += history[i] }
         historySum = sum
     }
 
     @_noLocks public mutating func process(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                            count: Int) {
-        if !enabled && queueCount == 0 && calmSamples >= window {
+        let window = history.count
+        if !enabled && queueHead == queueTail && calmSamples >= window {
             delayOnly(left, right, count: count)
             return
         }
         let limit = enabled ? ceiling : Float.infinity
         let release = releaseCoefficient
         let inverseWindow = 1 / Double(window)
-        let rightDelay = delay + lookahead
         var deepest = 1.0
-        for i in upTo(count) {
+        var i = 0
+        while i < count {
             let inLeft = left[i]
             let inRight = right?[i] ?? 0
             let peak = max(abs(inLeft), abs(inRight))
-            let index = sampleIndex
-            sampleIndex &+= 1
+            let time = sampleTime
+            sampleTime &+= 1
 
             // Monotonic queue of the gains samples in the window need; samples that need none
             // (gain 1) never enter it, so an empty queue means 1.
-            if queueCount > 0 && queueIndex[queueHead] <= index &- window {
-                queueHead = queueHead &+ 1 == window ? 0 : queueHead &+ 1
-                queueCount &-= 1
+            if queueHead != queueTail && queueTime[queueHead] <= time &- window {
+                queueHead = queueGain.slot(after: queueHead)
             }
             if peak > limit {
                 let required = Double(limit / peak)
-                while queueCount > 0 {
-                    var last = queueHead &+ queueCount &- 1
-                    if last >= window { last &-= window }
+                while queueHead != queueTail {
+                    let last = queueGain.slot(before: queueTail)
                     if queueGain[last] < required { break }
-                    queueCount &-= 1
+                    queueTail = last
                 }
-                var tail = queueHead &+ queueCount
-                if tail >= window { tail &-= window }
-                queueGain[tail] = required
-                queueIndex[tail] = index
-                queueCount &+= 1
+                queueGain[queueTail] = required
+                queueTime[queueTail] = time
+                queueTail = queueGain.slot(after: queueTail)
             }
 
             let gain: Double
-            if queueCount == 0 && calmSamples >= window {
+            if queueHead == queueTail && calmSamples >= window {
                 gain = 1  // nothing to limit for a whole window: the history is all ones already
             } else {
-                let needed = queueCount > 0 ? queueGain[queueHead] : 1
+                let needed = queueHead != queueTail ? queueGain[queueHead] : 1
                 let released = 1 - (1 - hold) * release
                 hold = min(needed, released > 0.9999999 ? 1 : released)
                 historySum += hold - history[historyPosition]
                 history[historyPosition] = hold
-                historyPosition = historyPosition &+ 1 == window ? 0 : historyPosition &+ 1
-                calmSamples = hold == 1 ? calmSamples &+ 1 : 0
+                historyPosition = history.slot(after: historyPosition)
+                calmSamples = hold != 1 ? 0 : (calmSamples < window ? calmSamples + 1 : window)
                 gain = historySum * inverseWindow
                 deepest = min(deepest, gain)
             }
 
-            let delayedLeft = delay[delayPosition]
-            delay[delayPosition] = inLeft
+            let delayedLeft = delayLeft[delayPosition]
+            delayLeft[delayPosition] = inLeft
             left[i] = clamp(Float(Double(delayedLeft) * gain), limit)
             if let right {
-                let delayedRight = rightDelay[delayPosition]
-                rightDelay[delayPosition] = inRight
+                let delayedRight = delayRight[delayPosition]
+                delayRight[delayPosition] = inRight
                 right[i] = clamp(Float(Double(delayedRight) * gain), limit)
             }
-            delayPosition = delayPosition &+ 1 == lookahead ? 0 : delayPosition &+ 1
+            delayPosition = delayLeft.slot(after: delayPosition)
+            i += 1
         }
-        if deepest < 1 { peakReductionDB = max(peakReductionDB, Float(-20 * LibM.log10(max(deepest, 1e-10)))) }
+        if deepest < 1 { peakReductionDB = max(peakReductionDB, Float(-Decibels.fromGain(max(deepest, 1e-10)))) }
     }
 
     /// Off and fully recovered: only the look-ahead delay remains, so the latency never changes.
-    @inline(__always) mutating func delayOnly(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
-                                              count: Int) {
-        let rightDelay = delay + lookahead
+    @inline(__always) private mutating func delayOnly(_ left: UnsafeMutablePointer<Float>,
+                                                      _ right: UnsafeMutablePointer<Float>?, count: Int) {
         var position = delayPosition
-        for i in upTo(count) {
-            let delayedLeft = delay[position]
-            delay[position] = left[i]
+        var i = 0
+        while i < count {
+            let delayedLeft = delayLeft[position]
+            delayLeft[position] = left[i]
             left[i] = delayedLeft
             if let right {
-                let delayedRight = rightDelay[position]
-                rightDelay[position] = right[i]
+                let delayedRight = delayRight[position]
+                delayRight[position] = right[i]
                 right[i] = delayedRight
             }
-            position = position &+ 1 == lookahead ? 0 : position &+ 1
+            position = delayLeft.slot(after: position)
+            i += 1
         }
         delayPosition = position
     }

@@ -45,14 +45,13 @@ public struct MultibandCompressor: ~Copyable {
     var releaseSeconds: InlineArray<6, Double> = InlineArray(repeating: 0)
     var attackCoefficient: InlineArray<6, Double> = InlineArray(repeating: 0)
     var releaseCoefficient: InlineArray<6, Double> = InlineArray(repeating: 0)
-    /// Samples per level and gain update, and how far into the current step the audio is.
-    let step: Int
+    /// How far into the current step (of `ramp.count` samples: one level and gain update) the audio is.
     var stepPosition = 0
-    /// Level detector per band: the peak of the current step, hold length (in steps), position in
+    /// Level detector per band: the peak of the current step, hold length (in steps), steps left in
     /// the current hold, the current and the previous hold's peak.
     var stepPeak: InlineArray<6, Float> = InlineArray(repeating: 0)
     let holdLength: InlineArray<6, Int>
-    var holdCount: InlineArray<6, Int> = InlineArray(repeating: 0)
+    var holdStepsLeft: InlineArray<6, Int>
     var holdCurrent: InlineArray<6, Float> = InlineArray(repeating: 0)
     var holdPrevious: InlineArray<6, Float> = InlineArray(repeating: 0)
     /// Smoothed dB above the kneepoint and below the expansion kneepoint, per band.
@@ -64,13 +63,13 @@ public struct MultibandCompressor: ~Copyable {
     var linearGain: InlineArray<12, Float> = InlineArray(repeating: 0)
     var linearStep: InlineArray<12, Float> = InlineArray(repeating: 0)
     /// One piece of audio: six bands by two channels, the two channels' sums, a gain per sample
-    /// and ear for the band being worked on; and 1, 2, 3, ... (the ramp across a step).
-    let bands: UnsafeMutablePointer<Float>
-    let wet: UnsafeMutablePointer<Float>
-    let gains: UnsafeMutablePointer<Float>
-    let ramp: UnsafeMutablePointer<Float>
+    /// and ear for the band being worked on; and 1, 2, 3, ... (the ramp across a step, one per sample).
+    let bands: FixedBuffer<Float>
+    let wet: FixedBuffer<Float>
+    let gains: FixedBuffer<Float>
+    let ramp: FixedBuffer<Float>
     /// The crossover's two branches between its passes.
-    let branches: UnsafeMutablePointer<SIMD2<Double>>
+    let branches: FixedBuffer<SIMD2<Double>>
     var isReset = true
     /// Deepest compression (dB, >= 0, left ear) in any band since the meter last read it.
     public var peakReductionDB: Float = 0
@@ -88,25 +87,26 @@ public struct MultibandCompressor: ~Copyable {
         kneeDB = InlineArray(repeating: glide(1e-4))
         expansionDB = glide(1e-4)
         amount = Glide(0, timeConstant: 0.02, stepsPerSecond: sampleRate, tolerance: 1e-5)
-        step = max(1, truncatedInt(sampleRate / 3000))
+        let step = max(1, truncatedInt(sampleRate / 3000))
         // A hold spans one period of the band's lowest frequency: twice the period of the
         // rectified signal, so each hold block sees a peak.
         var hold = InlineArray<6, Int>(repeating: 1)
-        for band in upTo(6) {
-            let samples = band == 0 ? sampleRate / 100 : sampleRate / crossover.crossovers[unchecked: band &- 1]
-            hold[unchecked: band] = max(1, truncatedInt((samples / Double(step)).rounded(.up)))
+        for band in 0..<6 {
+            let samples = band == 0 ? sampleRate / 100 : sampleRate / crossover.crossovers[band - 1]
+            hold[band] = max(1, truncatedInt((samples / Double(step)).rounded(.up)))
         }
         holdLength = hold
+        holdStepsLeft = hold
         // Open at the start: switching the stage on fades in the signal, not a gap that the expansion
         // has to release first; silence closes it within the release time.
         under = InlineArray(repeating: 0)
         let capacity = Self.scratchCapacity
-        bands = allocateBuffer(12 &* capacity, repeating: 0)
-        wet = allocateBuffer(2 &* capacity, repeating: 0)
-        gains = allocateBuffer(2 &* capacity, repeating: 0)
-        branches = allocateBuffer(2 &* capacity, repeating: .zero)
-        ramp = allocateBuffer(step, repeating: 0)
-        for k in upTo(step) { ramp[k] = Float(k &+ 1) }
+        bands = FixedBuffer(count: 12 * capacity, repeating: 0)
+        wet = FixedBuffer(count: 2 * capacity, repeating: 0)
+        gains = FixedBuffer(count: 2 * capacity, repeating: 0)
+        branches = FixedBuffer(count: 2 * capacity, repeating: .zero)
+        ramp = FixedBuffer(count: step, repeating: 0)
+        for k in 0..<ramp.count { ramp[k] = Float(k + 1) }
         set(values, gainCeilingDB: gainCeilingDB)
         snap()
     }
@@ -124,15 +124,15 @@ public struct MultibandCompressor: ~Copyable {
     public mutating func set(_ values: ParameterValues, gainCeilingDB: Double = .infinity) {
         let firstGain = Parameter.mbLeftGain1.rawValue, firstRatio = Parameter.mbLeftRatio1.rawValue
         let firstKnee = Parameter.mbKnee1.rawValue
-        for k in upTo(12) {
+        for k in 0..<12 {
             gainDB[k].target = min(Double(values[firstGain + k]), gainCeilingDB)
             slope[k].target = 1 / Double(max(values[firstRatio + k], 1)) - 1
         }
-        for band in upTo(Self.bandCount) { kneeDB[band].target = Double(values[firstKnee + band]) }
+        for band in 0..<Self.bandCount { kneeDB[band].target = Double(values[firstKnee + band]) }
         expansionDB.target = Double(values[.mbExpansion])
         amount.target = values[.mbEnable] != 0 ? 1 : 0
         let attack = Double(values[.mbAttack]) / 1000, release = Double(values[.mbRelease]) / 1000
-        for band in upTo(Self.bandCount) { setTimes(band: band, attack: attack, release: release) }
+        for band in 0..<Self.bandCount { setTimes(band: band, attack: attack, release: release) }
         moving = true
     }
 
@@ -141,21 +141,21 @@ public struct MultibandCompressor: ~Copyable {
         guard band >= 0 && band < Self.bandCount else { return }
         if !(attack == attackSeconds[band]) {
             attackSeconds[band] = attack
-            attackCoefficient[band] = LibM.exp(-Double(step) / (max(attack, 1e-5) * sampleRate))
+            attackCoefficient[band] = LibM.exp(-Double(ramp.count) / (max(attack, 1e-5) * sampleRate))
         }
         if !(release == releaseSeconds[band]) {
             releaseSeconds[band] = release
-            releaseCoefficient[band] = LibM.exp(-Double(step) / (max(release, 1e-5) * sampleRate))
+            releaseCoefficient[band] = LibM.exp(-Double(ramp.count) / (max(release, 1e-5) * sampleRate))
         }
     }
 
     /// Jumps to the targets at once (at start-up, where there is nothing to glide from).
     public mutating func snap() {
-        for k in upTo(12) {
+        for k in 0..<12 {
             gainDB[k].jump(to: gainDB[k].target)
             slope[k].jump(to: slope[k].target)
         }
-        for band in upTo(Self.bandCount) { kneeDB[band].jump(to: kneeDB[band].target) }
+        for band in 0..<Self.bandCount { kneeDB[band].jump(to: kneeDB[band].target) }
         expansionDB.jump(to: expansionDB.target)
         amount.jump(to: amount.target)
         moving = false
@@ -174,11 +174,11 @@ public struct MultibandCompressor: ~Copyable {
         crossover.flushTiny()
         guard moving else { return }
         var stillMoving = false
-        for k in upTo(12) where !(gainDB[k].isSettled && slope[k].isSettled) {
+        for k in 0..<12 where !(gainDB[k].isSettled && slope[k].isSettled) {
             gainDB[k].step(); slope[k].step()
             stillMoving = true
         }
-        for band in upTo(Self.bandCount) where !kneeDB[band].isSettled {
+        for band in 0..<Self.bandCount where !kneeDB[band].isSettled {
             kneeDB[band].step()
             stillMoving = true
         }
@@ -191,32 +191,31 @@ public struct MultibandCompressor: ~Copyable {
                                            count: Int) {
         if isIdle { return }
         isReset = false
-        var done = 0
-        while done < count {
-            let piece = min(count &- done, Self.scratchCapacity)
-            processPiece(left + done, channels == 2 ? right.map { $0 + done } : nil, count: piece)
-            done &+= piece
+        var pieces = GridPieces(count: count, period: Self.scratchCapacity, phase: 0)
+        while let piece = pieces.next() {
+            processPiece(left + piece.start, channels == 2 ? right.map { $0 + piece.start } : nil, count: piece.count)
         }
     }
 
-    @inline(__always) mutating func processPiece(_ left: UnsafeMutablePointer<Float>,
+    @inline(__always) private mutating func processPiece(_ left: UnsafeMutablePointer<Float>,
                                                  _ right: UnsafeMutablePointer<Float>?, count: Int) {
         let capacity = Self.scratchCapacity
         // 1. Split into bands (both channels in one pass).
-        crossover.split(left, right, count: count, into: bands, stride: capacity, scratch: branches)
+        crossover.split(left, right, count: count, into: bands.base, stride: capacity, scratch: branches.base)
         // 2. Per band: level, gain per ear, and the sum of the bands.
-        let wetLeft = wet, wetRight = wet + capacity
-        for i in upTo(count) { wetLeft[i] = 0; wetRight[i] = 0 }
-        for band in upTo(Self.bandCount) { processBand(band, stereo: right != nil, count: count) }
-        stepPosition = remainder(stepPosition &+ count, step)
+        let wetLeft = wet.base, wetRight = wet + capacity
+        for i in 0..<count { wetLeft[i] = 0; wetRight[i] = 0 }
+        var endPosition = stepPosition
+        for band in 0..<Self.bandCount { endPosition = processBand(band, stereo: right != nil, count: count) }
+        stepPosition = endPosition
         // 3. Out, crossfaded with the input while the stage switches on or off.
         if amount.isSettled {
-            for i in upTo(count) { left[i] = wetLeft[i] }
-            if let right { for i in upTo(count) { right[i] = wetRight[i] } }
+            for i in 0..<count { left[i] = wetLeft[i] }
+            if let right { for i in 0..<count { right[i] = wetRight[i] } }
             return
         }
         var mix = amount
-        for i in upTo(count) {
+        for i in 0..<count {
             mix.step()
             let a = Float(mix.value)
             left[i] += a * (wetLeft[i] - left[i])
@@ -225,103 +224,101 @@ public struct MultibandCompressor: ~Copyable {
         amount = mix
     }
 
-    /// `band` is 0 ..< 6 (processPiece's loop), so its arrays are read without checks.
-    @inline(__always) mutating func processBand(_ band: Int, stereo: Bool, count: Int) {
+    /// One band of the piece through its level detector and gains, into the sum; returns where in
+    /// its step the piece ends (the same for every band).
+    @inline(__always) private mutating func processBand(_ band: Int, stereo: Bool, count: Int) -> Int {
         let capacity = Self.scratchCapacity
-        let bandLeft = bands + 2 &* band &* capacity, bandRight = bandLeft + capacity
-        let gainLeft = gains, gainRight = gains + capacity
-        let step = self.step
-        var position = stepPosition
-        var peak = stepPeak[unchecked: band]
-        var startLeft = linearGain[unchecked: band], startRight = linearGain[unchecked: 6 &+ band]
-        var deltaLeft = linearStep[unchecked: band], deltaRight = linearStep[unchecked: 6 &+ band]
-        var i = 0
+        let bandLeft = bands + 2 * band * capacity, bandRight = bandLeft + capacity
+        let gainLeft = gains.base, gainRight = gains + capacity
+        let step = Float(ramp.count)
+        var peak = stepPeak[band]
+        var startLeft = linearGain[band], startRight = linearGain[6 + band]
+        var deltaLeft = linearStep[band], deltaRight = linearStep[6 + band]
         // Step by step: each sample's gain on the ramp, and the step's peak.
-        while i < count {
-            let n = min(step &- position, count &- i)
-            let x = bandLeft + i, y = bandRight + i, r = ramp + position
-            let outLeft = gainLeft + i, outRight = gainRight + i
-            for k in upTo(n) { outLeft[k] = startLeft + deltaLeft * r[k] }
-            if stereo { for k in upTo(n) { outRight[k] = startRight + deltaRight * r[k] } }
-            peak = max(peak, Self.peak(x, stereo ? y : nil, count: n))
-            i &+= n
-            position &+= n
-            guard position >= step else { break }
-            position = 0
+        var steps = GridPieces(count: count, period: ramp.count, phase: stepPosition)
+        while let piece = steps.next() {
+            let x = bandLeft + piece.start, y = bandRight + piece.start, r = ramp + piece.phase
+            let outLeft = gainLeft + piece.start, outRight = gainRight + piece.start
+            for k in 0..<piece.count { outLeft[k] = startLeft + deltaLeft * r[k] }
+            if stereo { for k in 0..<piece.count { outRight[k] = startRight + deltaRight * r[k] } }
+            peak = max(peak, Self.peak(x, stereo ? y : nil, count: piece.count))
+            guard piece.endsPeriod else { break }
             // End of a step: the new level, and gains to ramp to over the next step.
             let (targetLeft, targetRight) = updateLevel(band, peak: peak)
             peak = 0
-            let inverseStep = 1 / Float(step)
-            startLeft += deltaLeft * Float(step)
-            startRight += deltaRight * Float(step)
+            let inverseStep = 1 / step
+            startLeft += deltaLeft * step
+            startRight += deltaRight * step
             deltaLeft = (targetLeft - startLeft) * inverseStep
             deltaRight = (targetRight - startRight) * inverseStep
         }
-        stepPeak[unchecked: band] = peak
-        linearGain[unchecked: band] = startLeft
-        linearGain[unchecked: 6 &+ band] = startRight
-        linearStep[unchecked: band] = deltaLeft
-        linearStep[unchecked: 6 &+ band] = deltaRight
+        stepPeak[band] = peak
+        linearGain[band] = startLeft
+        linearGain[6 + band] = startRight
+        linearStep[band] = deltaLeft
+        linearStep[6 + band] = deltaRight
         // The band under its gains, into the sum (vectorizes).
-        let wetLeft = wet, wetRight = wet + capacity
-        for k in upTo(count) { wetLeft[k] += gainLeft[k] * bandLeft[k] }
-        if stereo { for k in upTo(count) { wetRight[k] += gainRight[k] * bandRight[k] } }
+        let wetLeft = wet.base, wetRight = wet + capacity
+        for k in 0..<count { wetLeft[k] += gainLeft[k] * bandLeft[k] }
+        if stereo { for k in 0..<count { wetRight[k] += gainRight[k] * bandRight[k] } }
+        return steps.phase
     }
 
     /// The largest magnitude among `count` samples of one or two channels. Four running maxima
     /// break the compare chain, so the loop runs at the CPU's throughput, not its latency.
-    @inline(__always) static func peak(_ x: UnsafeMutablePointer<Float>, _ y: UnsafeMutablePointer<Float>?,
-                                       count: Int) -> Float {
+    @inline(__always) private static func peak(_ x: UnsafeMutablePointer<Float>, _ y: UnsafeMutablePointer<Float>?,
+                                               count: Int) -> Float {
+        let count = held(count)
         var t0: Float = 0, t1: Float = 0, t2: Float = 0, t3: Float = 0
         var k = 0
         if let y {
-            while k &+ 2 <= count {
+            while k + 2 <= count {
                 t0 = max(t0, abs(x[k])); t1 = max(t1, abs(y[k]))
-                t2 = max(t2, abs(x[k &+ 1])); t3 = max(t3, abs(y[k &+ 1]))
-                k &+= 2
+                t2 = max(t2, abs(x[k + 1])); t3 = max(t3, abs(y[k + 1]))
+                k += 2
             }
             if k < count { t0 = max(t0, max(abs(x[k]), abs(y[k]))) }
         } else {
-            while k &+ 4 <= count {
-                t0 = max(t0, abs(x[k])); t1 = max(t1, abs(x[k &+ 1]))
-                t2 = max(t2, abs(x[k &+ 2])); t3 = max(t3, abs(x[k &+ 3]))
-                k &+= 4
+            while k + 4 <= count {
+                t0 = max(t0, abs(x[k])); t1 = max(t1, abs(x[k + 1]))
+                t2 = max(t2, abs(x[k + 2])); t3 = max(t3, abs(x[k + 3]))
+                k += 4
             }
-            while k < count { t0 = max(t0, abs(x[k])); k &+= 1 }
+            while k < count { t0 = max(t0, abs(x[k])); k += 1 }
         }
         return max(max(t0, t1), max(t2, t3))
     }
 
     /// One step of band `band`'s level detector with this step's peak; its gain per ear, linear.
-    /// `band` is 0 ..< 6 (from processBand), so its arrays are read without checks.
-    @inline(__always) mutating func updateLevel(_ band: Int, peak: Float) -> (Float, Float) {
-        var current = max(holdCurrent[unchecked: band], peak)
-        let held = max(current, holdPrevious[unchecked: band])
-        holdCount[unchecked: band] &+= 1
-        if holdCount[unchecked: band] >= holdLength[unchecked: band] {
-            holdPrevious[unchecked: band] = current
+    @inline(__always) private mutating func updateLevel(_ band: Int, peak: Float) -> (Float, Float) {
+        var current = max(holdCurrent[band], peak)
+        let held = max(current, holdPrevious[band])
+        if holdStepsLeft[band] > 1 {
+            holdStepsLeft[band] -= 1
+        } else {
+            holdPrevious[band] = current
             current = 0
-            holdCount[unchecked: band] = 0
+            holdStepsLeft[band] = holdLength[band]
         }
-        holdCurrent[unchecked: band] = current
-        // 20 log10 via log2; the floor keeps silence finite (-200 dBFS).
-        let levelDB = 6.020599913279624 * Double(FastMath.log2(max(held, 1e-10)))
-        let overTarget = max(levelDB - kneeDB[unchecked: band].value, 0)
+        holdCurrent[band] = current
+        // The floor keeps silence finite (-200 dBFS).
+        let levelDB = Decibels.perLog2 * Double(FastMath.log2(max(held, 1e-10)))
+        let overTarget = max(levelDB - kneeDB[band].value, 0)
         let underTarget = min(max(expansionDB.value - levelDB, 0), Self.expansionDepthDB)
         // Rising level: attack for both (compression sets in, expansion opens); falling: release.
-        let attack = attackCoefficient[unchecked: band], release = releaseCoefficient[unchecked: band]
-        let overCoefficient = overTarget > over[unchecked: band] ? attack : release
-        let overDB = overCoefficient * over[unchecked: band] + (1 - overCoefficient) * overTarget
-        let underCoefficient = underTarget < under[unchecked: band] ? attack : release
-        let underDB = underCoefficient * under[unchecked: band] + (1 - underCoefficient) * underTarget
-        over[unchecked: band] = overDB
-        under[unchecked: band] = underDB
-        let leftSlope = slope[unchecked: band].value
+        let attack = attackCoefficient[band], release = releaseCoefficient[band]
+        let overCoefficient = overTarget > over[band] ? attack : release
+        let overDB = overCoefficient * over[band] + (1 - overCoefficient) * overTarget
+        let underCoefficient = underTarget < under[band] ? attack : release
+        let underDB = underCoefficient * under[band] + (1 - underCoefficient) * underTarget
+        over[band] = overDB
+        under[band] = underDB
+        let leftSlope = slope[band].value
         peakReductionDB = max(peakReductionDB, Float(-leftSlope * overDB))
-        // Gains in log2 units (dB / 20 * log2 10) for exp2.
-        let toLog2 = 0.16609640474436813
-        let left = (gainDB[unchecked: band].value + leftSlope * overDB - underDB) * toLog2
-        let right = (gainDB[unchecked: 6 &+ band].value + slope[unchecked: 6 &+ band].value * overDB - underDB) * toLog2
+        // Gains in log2 units, for exp2.
+        let toLog2 = Decibels.log2PerDB
+        let left = (gainDB[band].value + leftSlope * overDB - underDB) * toLog2
+        let right = (gainDB[6 + band].value + slope[6 + band].value * overDB - underDB) * toLog2
         return (FastMath.exp2(Float(left)), FastMath.exp2(Float(right)))
     }
 
@@ -331,7 +328,7 @@ public struct MultibandCompressor: ~Copyable {
         stepPeak = InlineArray(repeating: 0)
         linearGain = InlineArray(repeating: 0)
         linearStep = InlineArray(repeating: 0)
-        holdCount = InlineArray(repeating: 0)
+        holdStepsLeft = holdLength
         holdCurrent = InlineArray(repeating: 0)
         holdPrevious = InlineArray(repeating: 0)
         over = InlineArray(repeating: 0)

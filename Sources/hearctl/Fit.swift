@@ -34,7 +34,7 @@ enum Delivery {
         settings[.bypass] = 0
         var chain = Chain(sampleRate: rate, channels: 2, values: settings)
         let frequencies = Audiogram.frequencies.filter { $0 < 0.45 * rate }
-        let level = pow(10, -50.0 / 20)
+        let level = Decibels.toGain(-50)
         let count = Int(0.35 * rate), window = Int(0.2 * rate)
         let input = (0..<count).map { n in
             Float(frequencies.reduce(0.0) { $0 + level * sin(2 * .pi * $1 * Double(n) / rate + $1 / 1000) })
@@ -52,8 +52,8 @@ enum Delivery {
         return Audiogram.frequencies.map { frequency in
             guard frequencies.contains(frequency) else { return (nil, nil) }
             let reference = amplitude(of: input[tail], frequency, rate)
-            return (20 * log10(amplitude(of: left[tail], frequency, rate) / reference),
-                    20 * log10(amplitude(of: right[tail], frequency, rate) / reference))
+            return (Decibels.fromGain(amplitude(of: left[tail], frequency, rate) / reference),
+                    Decibels.fromGain(amplitude(of: right[tail], frequency, rate) / reference))
         }
     }
 

@@ -367,7 +367,7 @@ public struct NoiseSuppressor: ~Copyable {
     @_noLocks public mutating func set(_ values: ParameterValues) {
         enabled = values[.nsEnable] != 0
         learned = values[.nsMode] != 0
-        floorGain = Float(LibM.exp(-Double(values[.nsReduction]) * 0.11512925464970229))
+        floorGain = Float(Decibels.toGain(-Double(values[.nsReduction])))
         // Sensitivity 0...100 % scales the noise estimate by -6...+6 dB: more of the signal counts as
         // noise. At 50 the gain rule reads the estimate 1.25 dB low: quiet parts of speech keep more
         // of themselves (`make eval`: STOI +0.005, PESQ +0.007; EVALUATION.md). Lower still fails

@@ -26,7 +26,7 @@ public struct Biquad: Equatable, Sendable {
 
     /// Peaking band: `gainDB` at `frequency`, bandwidth set by `q`.
     public static func peaking(frequency: Double, gainDB: Double, q: Double, sampleRate: Double) -> Biquad {
-        let a = LibM.pow(10, gainDB / 40)
+        let a = Decibels.toGain(gainDB / 2)  // the cookbook's A = 10^(dB/40)
         let w = 2 * Double.pi * frequency / sampleRate
         let cw = LibM.cos(w), alpha = LibM.sin(w) / (2 * q)
         return Biquad(b0: 1 + alpha * a, b1: -2 * cw, b2: 1 - alpha * a, a0: 1 + alpha / a, a1: -2 * cw, a2: 1 - alpha / a)
@@ -34,7 +34,7 @@ public struct Biquad: Equatable, Sendable {
 
     /// Low shelf with slope 1 (the steepest without overshoot), `gainDB` below `frequency`.
     public static func lowShelf(frequency: Double, gainDB: Double, sampleRate: Double) -> Biquad {
-        let a = LibM.pow(10, gainDB / 40)
+        let a = Decibels.toGain(gainDB / 2)  // the cookbook's A = 10^(dB/40)
         let w = 2 * Double.pi * frequency / sampleRate
         let cw = LibM.cos(w), alpha = LibM.sin(w) * 0.7071067811865476, ra = 2 * LibM.sqrt(a) * alpha
         return Biquad(b0: a * ((a + 1) - (a - 1) * cw + ra), b1: 2 * a * ((a - 1) - (a + 1) * cw),
@@ -44,7 +44,7 @@ public struct Biquad: Equatable, Sendable {
 
     /// High shelf with slope 1, `gainDB` above `frequency`.
     public static func highShelf(frequency: Double, gainDB: Double, sampleRate: Double) -> Biquad {
-        let a = LibM.pow(10, gainDB / 40)
+        let a = Decibels.toGain(gainDB / 2)  // the cookbook's A = 10^(dB/40)
         let w = 2 * Double.pi * frequency / sampleRate
         let cw = LibM.cos(w), alpha = LibM.sin(w) * 0.7071067811865476, ra = 2 * LibM.sqrt(a) * alpha
         return Biquad(b0: a * ((a + 1) + (a - 1) * cw + ra), b1: -2 * a * ((a - 1) + (a + 1) * cw),

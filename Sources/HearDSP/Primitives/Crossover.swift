@@ -191,7 +191,7 @@ public struct Crossover: Sendable {
         self.crossovers = crossovers
         let q = 0.7071067811865476
         var sections = InlineArray<21, Biquad>(repeating: .identity)
-        for k in upTo(5) {
+        for k in 0..<5 {
             let lowPass = Biquad.lowPass(frequency: crossovers[k], q: q, sampleRate: sampleRate)
             sections[3 * k] = lowPass
             sections[3 * k + 1] = lowPass
@@ -205,7 +205,7 @@ public struct Crossover: Sendable {
         sections[Self.compBand4] = sections[3 * 4 + 2]
         self.sections = sections
         var splits = InlineArray<5, SplitCoefficients>(repeating: SplitCoefficients(.identity))
-        for k in upTo(5) { splits[k] = SplitCoefficients(sections[3 * k]) }
+        for k in 0..<5 { splits[k] = SplitCoefficients(sections[3 * k]) }
         self.splits = splits
         let lowPass = { (k: Int) in sections[3 * k] }
         var branchSplits = InlineArray<5, SplitCoefficients>(repeating: SplitCoefficients(.identity))
@@ -223,39 +223,48 @@ public struct Crossover: Sendable {
     @inline(__always) mutating func split(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                           count: Int, into bands: UnsafeMutablePointer<Float>, stride: Int,
                                           scratch branches: UnsafeMutablePointer<SIMD2<Double>>) {
+        let stride = held(stride)
         if right == nil {
             splitMono(left, count: count, into: bands, stride: stride, scratch: branches)
             return
         }
         let c = splits
         var p = splitState, q = secondState, a = compensationState
-        let b0 = bands, b1 = bands + 2 &* stride, b2 = bands + 4 &* stride
-        let b3 = bands + 6 &* stride, b4 = bands + 8 &* stride, b5 = bands + 10 &* stride
+        let left0 = bands, left1 = bands + 2 * stride, left2 = bands + 4 * stride
+        let left3 = bands + 6 * stride, left4 = bands + 8 * stride, left5 = bands + 10 * stride
+        let right0 = left0 + stride, right1 = left1 + stride, right2 = left2 + stride
+        let right3 = left3 + stride, right4 = left4 + stride, right5 = left5 + stride
+        let lowBranch = branches, highBranch = branches + count
         // Two passes, so each sample's chain of dependent sections is half as deep and the CPU
         // overlaps more samples: the root split and each branch's compensation, then the branches.
-        for i in upTo(count) {
+        // (`while` loops over samples: see FixedBuffer.swift.)
+        var i = 0
+        while i < count {
             let x = SIMD2(Double(left[i]), Double(right?[i] ?? 0))
             // Root split at 1414 Hz.
             let (low3, high3) = p[2].split(x, c[2], second: &q[2])
             // Each branch gets the other's splits as all-passes: low 2828 and 5657, high 354 and 707.
-            branches[2 &* i] = a[1].allPass(a[0].allPass(low3, c[3]), c[4])
-            branches[2 &* i &+ 1] = a[4].allPass(a[3].allPass(high3, c[0]), c[1])
+            lowBranch[i] = a[1].allPass(a[0].allPass(low3, c[3]), c[4])
+            highBranch[i] = a[4].allPass(a[3].allPass(high3, c[0]), c[1])
+            i += 1
         }
-        for i in upTo(count) {
+        i = 0
+        while i < count {
             // Low branch: split at 354 Hz (band 1 gets the 707 Hz all-pass), the rest at 707 Hz.
-            let (band1, rest1) = p[0].split(branches[2 &* i], c[0], second: &q[0])
+            let (band1, rest1) = p[0].split(lowBranch[i], c[0], second: &q[0])
             let y0 = a[2].allPass(band1, c[1])
             let (y1, y2) = p[1].split(rest1, c[1], second: &q[1])
             // High branch: split at 2828 Hz (band 4 gets the 5657 Hz all-pass), the rest at 5657 Hz.
-            let (band4, rest4) = p[3].split(branches[2 &* i &+ 1], c[3], second: &q[3])
+            let (band4, rest4) = p[3].split(highBranch[i], c[3], second: &q[3])
             let y3 = a[5].allPass(band4, c[4])
             let (y4, y5) = p[4].split(rest4, c[4], second: &q[4])
-            b0[i] = Float(y0[0]); b0[stride &+ i] = Float(y0[1])
-            b1[i] = Float(y1[0]); b1[stride &+ i] = Float(y1[1])
-            b2[i] = Float(y2[0]); b2[stride &+ i] = Float(y2[1])
-            b3[i] = Float(y3[0]); b3[stride &+ i] = Float(y3[1])
-            b4[i] = Float(y4[0]); b4[stride &+ i] = Float(y4[1])
-            b5[i] = Float(y5[0]); b5[stride &+ i] = Float(y5[1])
+            left0[i] = Float(y0[0]); right0[i] = Float(y0[1])
+            left1[i] = Float(y1[0]); right1[i] = Float(y1[1])
+            left2[i] = Float(y2[0]); right2[i] = Float(y2[1])
+            left3[i] = Float(y3[0]); right3[i] = Float(y3[1])
+            left4[i] = Float(y4[0]); right4[i] = Float(y4[1])
+            left5[i] = Float(y5[0]); right5[i] = Float(y5[1])
+            i += 1
         }
         splitState = p
         secondState = q
@@ -264,24 +273,28 @@ public struct Crossover: Sendable {
 
     /// Mono: the root split in lane 0, then both branches side by side (see `branchSplits`). Only
     /// mono instances come here, so the registers it uses are never shared with the stereo loop.
-    @inline(__always) mutating func splitMono(_ samples: UnsafeMutablePointer<Float>, count: Int,
+    @inline(__always) private mutating func splitMono(_ samples: UnsafeMutablePointer<Float>, count: Int,
                                               into bands: UnsafeMutablePointer<Float>, stride: Int,
                                               scratch branches: UnsafeMutablePointer<SIMD2<Double>>) {
         let root = splits[2], c = branchSplits
         var p = splitState, q = secondState, a = compensationState
-        let b0 = bands, b1 = bands + 2 &* stride, b2 = bands + 4 &* stride
-        let b3 = bands + 6 &* stride, b4 = bands + 8 &* stride, b5 = bands + 10 &* stride
-        for i in upTo(count) {
+        let b0 = bands, b1 = bands + 2 * stride, b2 = bands + 4 * stride
+        let b3 = bands + 6 * stride, b4 = bands + 8 * stride, b5 = bands + 10 * stride
+        var i = 0
+        while i < count {
             let (low3, high3) = p[2].split(SIMD2(Double(samples[i]), 0), root, second: &q[2])
             branches[i] = a[1].allPass(a[0].allPass(SIMD2(low3[0], high3[0]), c[0]), c[1])
+            i += 1
         }
-        for i in upTo(count) {
+        i = 0
+        while i < count {
             let (low, rest) = p[0].split(branches[i], c[2], second: &q[0])
             let y03 = a[2].allPass(low, c[3])
             let (y14, y25) = p[1].split(rest, c[4], second: &q[1])
             b0[i] = Float(y03[0]); b3[i] = Float(y03[1])
             b1[i] = Float(y14[0]); b4[i] = Float(y14[1])
             b2[i] = Float(y25[0]); b5[i] = Float(y25[1])
+            i += 1
         }
         splitState = p
         secondState = q
@@ -290,8 +303,8 @@ public struct Crossover: Sendable {
 
     /// Once per control tick: registers that decayed to nothing are zeroed before they turn subnormal.
     @inline(__always) mutating func flushTiny() {
-        for k in upTo(5) { splitState[k].flushTiny(); secondState[k].flushTiny() }
-        for k in upTo(6) { compensationState[k].flushTiny() }
+        for k in 0..<5 { splitState[k].flushTiny(); secondState[k].flushTiny() }
+        for k in 0..<6 { compensationState[k].flushTiny() }
     }
 
     mutating func reset() {
@@ -301,16 +314,16 @@ public struct Crossover: Sendable {
     }
 
     var holdsSubnormalState: Bool {
-        for k in upTo(5) where splitState[k].holdsSubnormal || secondState[k].holdsSubnormal { return true }
-        for k in upTo(6) where compensationState[k].holdsSubnormal { return true }
+        for k in 0..<5 where splitState[k].holdsSubnormal || secondState[k].holdsSubnormal { return true }
+        for k in 0..<6 where compensationState[k].holdsSubnormal { return true }
         return false
     }
 
     /// The designed response of each band at `frequency` (the same tree, in complex numbers).
     public func bandResponses(atFrequency frequency: Double) -> InlineArray<6, Complex> {
         var h = InlineArray<21, Complex>(repeating: Complex(0, 0))
-        for k in upTo(Self.sectionCount) {
-            h[unchecked: k] = sections[unchecked: k].response(atFrequency: frequency, sampleRate: sampleRate)
+        for k in 0..<Self.sectionCount {
+            h[k] = sections[k].response(atFrequency: frequency, sampleRate: sampleRate)
         }
         let low3 = h[6] * h[7], high3 = h[8] - low3
         let low = low3 * h[Self.compLow4] * h[Self.compLow5]
@@ -331,10 +344,10 @@ public struct Crossover: Sendable {
         while frequency < 0.5 * sampleRate {
             let bands = bandResponses(atFrequency: frequency)
             var total = 0.0
-            for band in upTo(Self.bandCount) { total += bands[unchecked: band].magnitude }
+            for band in 0..<Self.bandCount { total += bands[band].magnitude }
             worst = max(worst, total)
             frequency *= 1.01
         }
-        return 20 * LibM.log10(worst)
+        return Decibels.fromGain(worst)
     }
 }

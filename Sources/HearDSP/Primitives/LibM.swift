@@ -11,6 +11,7 @@ package enum LibM {
     @inline(__always) package static func exp2(_ x: Double) -> Double { _unsafePerformance { Glibc.exp2(x) } }
     @inline(__always) package static func log2(_ x: Double) -> Double { _unsafePerformance { Glibc.log2(x) } }
     @inline(__always) package static func log10(_ x: Double) -> Double { _unsafePerformance { Glibc.log10(x) } }
+    @inline(__always) package static func log10(_ x: Float) -> Float { _unsafePerformance { Glibc.log10f(x) } }
     @inline(__always) package static func pow(_ x: Double, _ y: Double) -> Double { _unsafePerformance { Glibc.pow(x, y) } }
     @inline(__always) package static func sqrt(_ x: Double) -> Double { _unsafePerformance { Glibc.sqrt(x) } }
     @inline(__always) package static func sin(_ x: Double) -> Double { _unsafePerformance { Glibc.sin(x) } }

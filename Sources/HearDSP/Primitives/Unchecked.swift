@@ -1,8 +1,8 @@
-// The few checked operations the DSP needs, written so that they cannot trap: HearDSP's object
-// code holds no trap instruction (RealTimeChecksTests disassembles it), because a trap in the
-// PipeWire daemon silences the whole desktop. The invariants these rely on (counts never
-// negative, indices inside their buffers) are set at init; elsewhere the code uses `&+`, `&-`,
-// `&*` and `subscript(unchecked:)` on the buffers sized there.
+// The unchecked style of the FFT and the noise suppressor: loops over `upTo(n)` and arithmetic
+// with `&+`, `&-`, `&*` on indices into buffers sized at init, for code whose bounds the optimizer
+// cannot see (the stages use FixedBuffer.swift's plain loops instead). HearDSP's object code holds
+// no trap instruction (NoTrapTests disassembles it), because a trap in the PipeWire daemon
+// silences the whole desktop. Also `truncatedInt`, which everyone uses.
 
 /// lower, lower + 1, ..., upper - 1, and nothing when upper <= lower: a `for` over `lower..<upper`
 /// without the range's checks (upper >= lower, and the index checks of its iterator, which the
