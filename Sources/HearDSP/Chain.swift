@@ -293,6 +293,7 @@ public struct Chain: ~Copyable {
     /// Records the peak magnitude and the sum of squares of a chunk's samples as the two meters.
     @inline(__always) mutating func measure(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                             count: Int, peak: Meter, squares: Meter) {
+        let count = held(count)
         // Four partial sums and maxima break the add chain, so the loop runs at the adder's throughput.
         var t0: Float = 0, t1: Float = 0, t2: Float = 0, t3: Float = 0
         var s0: Float = 0, s1: Float = 0, s2: Float = 0, s3: Float = 0
@@ -303,11 +304,13 @@ public struct Chain: ~Copyable {
             let samples = channel == 0 ? left : right ?? left
             channel += 1
             var i = 0
-            while i + 4 <= count {
-                let a = samples[i], b = samples[i + 1], c = samples[i + 2], d = samples[i + 3]
+            // Wrapping steps of four: the optimizer does not carry `count <= 2^31` into this loop's
+            // `i + 4`, so a checked add would leave a trap here.
+            while i &+ 4 <= count {
+                let a = samples[i], b = samples[i &+ 1], c = samples[i &+ 2], d = samples[i &+ 3]
                 t0 = max(t0, abs(a)); t1 = max(t1, abs(b)); t2 = max(t2, abs(c)); t3 = max(t3, abs(d))
                 s0 += a * a; s1 += b * b; s2 += c * c; s3 += d * d
-                i += 4
+                i &+= 4
             }
             while i < count {
                 t0 = max(t0, abs(samples[i]))

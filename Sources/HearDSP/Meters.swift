@@ -33,8 +33,8 @@ public enum MeterUnit: Sendable {
     public func reading(_ value: Double, samples: UInt64) -> Float? {
         if value.isNaN { return nil }
         switch self {
-        case .amplitude: return value > 0 ? Float(20 * LibM.log10(value)) : -.infinity
-        case .squares: return value > 0 && samples > 0 ? Float(10 * LibM.log10(value / Double(samples))) : -.infinity
+        case .amplitude: return value > 0 ? Float(Decibels.fromGain(value)) : -.infinity
+        case .squares: return value > 0 && samples > 0 ? Float(Decibels.fromPower(value / Double(samples))) : -.infinity
         case .reduction, .level, .fraction: return Float(value)
         }
     }
