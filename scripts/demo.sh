@@ -38,7 +38,7 @@ unset DBUS_SESSION_BUS_ADDRESS PIPEWIRE_REMOTE PIPEWIRE_RUNTIME_DIR PIPEWIRE_CON
 export XDG_RUNTIME_DIR=$work/run XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
 mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 mkdir -p "$XDG_CONFIG_HOME/pipewire/pipewire.conf.d" "$XDG_STATE_HOME"
-cp "$repo/scripts/pipewire-session.conf" "$XDG_CONFIG_HOME/pipewire/"
+cp "$repo/scripts/pipewire-session.conf" "$XDG_CONFIG_HOME/pipewire/pipewire.conf"
 for conf in hear-microphone.conf hear-speaker.conf; do
     sed "/^[[:space:]]*#/!s|@HEAR_PLUGIN@|$plugin|g" "$repo/conf.d/pipewire/$conf" > "$XDG_CONFIG_HOME/pipewire/pipewire.conf.d/$conf"
 done
