@@ -1,6 +1,7 @@
 // hear-features: the learned model's training features, computed by the suppressor itself.
 //
 //   hear-features DIR...
+//   hear-features oracle [--place model|mask] [--floor DB] [--rate HZ] [NAME=VALUE...] CLEAN NOISE OUT
 //
 // For every clip DIR/NAME-clean.f32 + DIR/NAME-noise.f32 (raw little-endian float32, mono, equal
 // length, at the rate DIR/manifest.json names, 48 kHz without one; training/hear_training/data.py writes
@@ -50,7 +51,7 @@ func dump(clean: [Float], noise: [Float], rate: Double) -> [Float] {
     alone.recordsFeatures = true
     let hop = noisy.hop
     var rows: [Float] = []
-    rows.reserveCapacity(clean.count / hop / 2 * rowLength)
+    rows.reserveCapacity(clean.count / hop * rowLength)
     var a = [Float](repeating: 0, count: hop), b = a, c = a
     var steps = 0
     var start = 0
@@ -74,6 +75,99 @@ func dump(clean: [Float], noise: [Float], rate: Double) -> [Float] {
         start += hop
     }
     return rows
+}
+
+/// The oracle: what a perfect estimate gives through the suppressor's own framing. Three
+/// suppressors run on the mixture, its speech and its noise, frame by frame; the speech and noise
+/// instances' powers of a frame give its Wiener gain S / (S + N) per bin (at least `floorDB`),
+/// which the mixture's instance applies to that same frame, in the model's place (`model`: blended
+/// with the estimator and gated, as the model's gains are) or as the whole mask (`mask`).
+func oracle(clean: [Float], noise: [Float], rate: Double, place: String, floorDB: Float, values: ParameterValues) -> [Float] {
+    var noisy = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
+    var speech = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
+    var alone = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
+    let hop = noisy.hop, bins = noisy.bins
+    let mask = UnsafeMutablePointer<Float>.allocate(capacity: bins)
+    defer { mask.deallocate() }
+    mask.initialize(repeating: 1, count: bins)
+    noisy.suppliedGains = place == "mask" ? .mask(UnsafePointer(mask)) : .model(UnsafePointer(mask))
+    let floor = Float(pow(10, Double(floorDB) / 20))
+    var output = [Float](repeating: 0, count: clean.count)
+    var a = [Float](repeating: 0, count: hop), b = a, c = a
+    var start = 0
+    while start < clean.count {
+        let count = min(hop, clean.count - start)
+        for i in 0..<hop {
+            let s = i < count ? clean[start + i] : 0, n = i < count ? noise[start + i] : 0
+            a[i] = s + n
+            b[i] = s
+            c[i] = n
+        }
+        b.withUnsafeMutableBufferPointer { speech.process($0.baseAddress!, nil, count: hop) }
+        c.withUnsafeMutableBufferPointer { alone.process($0.baseAddress!, nil, count: hop) }
+        for k in 0..<bins {
+            let s = speech.framePower[k], n = alone.framePower[k]
+            mask[k] = max(s / max(s + n, 1e-30), floor)
+        }
+        a.withUnsafeMutableBufferPointer { noisy.process($0.baseAddress!, nil, count: hop) }
+        for i in 0..<count { output[start + i] = a[i] }
+        start += hop
+    }
+    return output
+}
+
+func fail(_ message: String, status: Int32 = 2) -> Never {
+    FileHandle.standardError.write((message + "\n").data(using: .utf8)!)
+    exit(status)
+}
+
+if CommandLine.arguments.dropFirst().first == "oracle" {
+    // hear-features oracle [--place model|mask] [--floor DB] [--rate HZ] [NAME=VALUE...] CLEAN NOISE OUT
+    var arguments = Array(CommandLine.arguments.dropFirst(2))
+    var place = "model", floorDB: Float = -20, rate = 48000.0
+    var values = ParameterValues()
+    var files: [String] = []
+    let usage = "usage: hear-features oracle [--place model|mask] [--floor DB] [--rate HZ] [NAME=VALUE...] CLEAN.f32 NOISE.f32 OUT.f32"
+    while !arguments.isEmpty {
+        let argument = arguments.removeFirst()
+        switch argument {
+        case "--place", "--floor", "--rate":
+            guard let value = arguments.first else { fail(usage) }
+            arguments.removeFirst()
+            if argument == "--place" {
+                guard value == "model" || value == "mask" else { fail("--place: model or mask, not \(value)") }
+                place = value
+            } else if argument == "--floor" {
+                guard let v = Float(value), v <= 0 else { fail("--floor: a level in dB at most 0, not \(value)") }
+                floorDB = v
+            } else {
+                guard let v = Double(value), v >= 8000, v <= 192000 else { fail("--rate: 8000 to 192000 Hz, not \(value)") }
+                rate = v
+            }
+        default:
+            if let equals = argument.firstIndex(of: "="), !argument.hasPrefix("-") {
+                let name = String(argument[..<equals]), text = String(argument[argument.index(after: equals)...])
+                guard let parameter = Parameter(key: name), let value = Double(text) else {
+                    fail("\(argument): not NAME=VALUE of a hear parameter")
+                }
+                values[parameter] = Float(value)
+            } else if argument.hasPrefix("-") {
+                fail(usage)
+            } else {
+                files.append(argument)
+            }
+        }
+    }
+    guard files.count == 3 else { fail(usage) }
+    do {
+        let clean = try readFloats(files[0]), noise = try readFloats(files[1])
+        guard clean.count == noise.count else { fail("\(files[0]) and \(files[1]) differ in length", status: 1) }
+        let output = oracle(clean: clean, noise: noise, rate: rate, place: place, floorDB: floorDB, values: values)
+        try output.withUnsafeBufferPointer { Data(buffer: $0) }.write(to: URL(fileURLWithPath: files[2]))
+    } catch {
+        fail("hear-features oracle: \(error)", status: 1)
+    }
+    exit(0)
 }
 
 let directories = Array(CommandLine.arguments.dropFirst())

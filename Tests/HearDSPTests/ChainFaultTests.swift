@@ -16,9 +16,9 @@ import TestSupport
         defer { poison.deallocate() }
         let speech = Signals.speechLike(rate: rate, seconds: 2, peak: 0.3, seed: 3)
         var out = process(&chain, Array(speech[..<24000])).0
-        chain.noiseSuppressor.maskOverride = poison
+        chain.noiseSuppressor.suppliedGains = .mask(UnsafePointer(poison))
         out += process(&chain, Array(speech[24000..<28800])).0
-        chain.noiseSuppressor.maskOverride = nil
+        chain.noiseSuppressor.suppliedGains = .none
         out += process(&chain, Array(speech[28800...])).0
         #expect(out.allSatisfy { $0.isFinite && abs($0) <= 1 })
         #expect(chain.internalFaults > 0, "faults counted: \(chain.internalFaults)")

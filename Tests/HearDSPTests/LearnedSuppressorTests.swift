@@ -40,9 +40,11 @@ extension SignalMaker {
 }
 
 /// SNR improvement (dB) of the suppressor on `noise` under the harmonic source, scaled to `snr` dB,
-/// measured after `skip` seconds; `unitGains` replaces the mask by ones (the bound's control).
+/// measured after `skip` seconds; `unitGains` replaces the mask by ones, `delayedByOneHop` applies
+/// each frame's mask to the next frame (the bounds' controls: both must fail them).
 func snrImprovement(rate: Double, noise makeNoise: (inout SignalMaker, Int) -> [Float], snr: Double = 5,
-                    seconds: Double = 4, skip: Double = 1, values: ParameterValues, unitGains: Bool = false) -> Double {
+                    seconds: Double = 4, skip: Double = 1, values: ParameterValues, unitGains: Bool = false,
+                    delayedByOneHop: Bool = false) -> Double {
     let count = Int(rate * seconds)
     let (speech, _) = SignalMaker.speech(rate: rate, count: count)
     var maker = SignalMaker(seed: 29)
@@ -54,7 +56,8 @@ func snrImprovement(rate: Double, noise makeNoise: (inout SignalMaker, Int) -> [
     let ones = UnsafeMutablePointer<Float>.allocate(capacity: bins)
     ones.initialize(repeating: 1, count: bins)
     defer { ones.deallocate() }
-    let out = separate(speech: speech, noise: noise, rate: rate, values: values, mask: unitGains ? ones : nil)
+    let out = separate(speech: speech, noise: noise, rate: rate, values: values, mask: unitGains ? ones : nil,
+                       delayedByOneHop: delayedByOneHop)
     let inputSNR = decibels(meanSquare(speech[first...]) / meanSquare(noise[first...]))
     let outputSNR = decibels(meanSquare(out.speech[first...]) / meanSquare(out.noise[first...]))
     return outputSNR - inputSNR

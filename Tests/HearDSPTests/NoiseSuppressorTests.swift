@@ -68,16 +68,22 @@ func meanSquare(_ x: ArraySlice<Float>) -> Double { x.reduce(0) { $0 + Double($1
 func decibels(_ ratio: Double) -> Double { 10 * LibM.log10(max(ratio, 1e-30)) }
 
 /// Runs a mixture through the suppressor and its mask through followers on speech and noise alone;
-/// `mask` (per bin) replaces the leader's own. Returns the three outputs, time-aligned with the
+/// `mask` (per bin) replaces the leader's own. Chunks of one hop: each call completes one frame. Returns the three outputs, time-aligned with the
 /// input (latency removed, tail zero).
 func separate(speech: [Float], noise: [Float], rate: Double, values: ParameterValues = classicalValues(),
-              mask: UnsafeMutablePointer<Float>? = nil) -> (mixture: [Float], speech: [Float], noise: [Float], latency: Int) {
+              mask: UnsafeMutablePointer<Float>? = nil, delayedByOneHop: Bool = false) -> (mixture: [Float], speech: [Float], noise: [Float], latency: Int) {
     var leader = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
-    leader.maskOverride = mask
+    if let mask { leader.suppliedGains = .mask(UnsafePointer(mask)) }
     var speechFollower = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
     var noiseFollower = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
-    speechFollower.maskOverride = leader.appliedGain
-    noiseFollower.maskOverride = leader.appliedGain
+    // The leader's mask as it is applied: the followers take it for the same frame (they run after
+    // the leader on each hop), or, with `delayedByOneHop`, the one of the frame before.
+    let bins = leader.bins
+    let followed = UnsafeMutablePointer<Float>.allocate(capacity: bins)
+    defer { followed.deallocate() }
+    followed.initialize(repeating: 1, count: bins)
+    speechFollower.suppliedGains = .mask(UnsafePointer(followed))
+    noiseFollower.suppliedGains = .mask(UnsafePointer(followed))
     let count = speech.count
     var mixture = zip(speech, noise).map { $0 + $1 }
     var s = speech, n = noise
@@ -88,7 +94,9 @@ func separate(speech: [Float], noise: [Float], rate: Double, values: ParameterVa
             n.withUnsafeMutableBufferPointer { np in
                 while done < count {
                     let chunk = min(hop, count - done)
+                    if delayedByOneHop { followed.update(from: leader.appliedGain, count: bins) }
                     leader.process(m.baseAddress! + done, nil, count: chunk)
+                    if !delayedByOneHop { followed.update(from: leader.appliedGain, count: bins) }
                     speechFollower.process(sp.baseAddress! + done, nil, count: chunk)
                     noiseFollower.process(np.baseAddress! + done, nil, count: chunk)
                     done += chunk

@@ -57,7 +57,8 @@ def measure_delay(method, clips):
     lags = []
     for clip in clips:
         x = resample(clip["clean"], corpus.RATE, method.rate)
-        y = method.process(np.concatenate([x, np.zeros(method.rate // 5)]))
+        padded = np.concatenate([x, np.zeros(method.rate // 5)])
+        y = method.process(padded, clean=padded) if getattr(method, "needs_clean", False) else method.process(padded)
         maximum = method.rate // 10
         n = len(x)
         corr = signal.fftconvolve(y[: n + maximum], x[::-1], mode="full")[n - 1:n - 1 + maximum]
@@ -77,7 +78,11 @@ def run(method, clips, clean_only):
     rows = []
     for clip in clips:
         x = resample(clip["noisy"], corpus.RATE, method.rate)
-        y = align(method.process(np.concatenate([x, pad])), lag, len(x))
+        if getattr(method, "needs_clean", False):  # the oracle: the true speech beside the mixture
+            clean = resample(clip["clean"], corpus.RATE, method.rate)
+            y = align(method.process(np.concatenate([x, pad]), clean=np.concatenate([clean, pad])), lag, len(x))
+        else:
+            y = align(method.process(np.concatenate([x, pad])), lag, len(x))
         start = clip["start"] * method.rate // corpus.RATE
         reference = resample(clip["clean"], corpus.RATE, METRIC_RATE)[clip["start"] // 3:]
         output = resample(y[start:], method.rate, METRIC_RATE)[: len(reference)]
@@ -92,7 +97,10 @@ def run(method, clips, clean_only):
     distortion, talkers = [], []
     for clip in clean_only:
         x = resample(clip["clean"], corpus.RATE, method.rate)
-        y = align(method.process(np.concatenate([x, pad])), lag, len(x))
+        if getattr(method, "needs_clean", False):
+            y = align(method.process(np.concatenate([x, pad]), clean=np.concatenate([x, pad])), lag, len(x))
+        else:
+            y = align(method.process(np.concatenate([x, pad])), lag, len(x))
         distortion.append(si_sdr(y, x))
         talkers.append(clip["talker"])
     return dict(rows=rows, distortion=distortion, talkers=talkers, lag=lag, delay_ms=1000 * lag / method.rate)
@@ -279,6 +287,10 @@ def main():
                         help="the deciding set alone, every recorded set (deciding, narrowband, acted), "
                              "the TTS set, or all of them (default)")
     parser.add_argument("--only", default="", help="comma-separated method names to run (default: all)")
+    parser.add_argument("--oracle", action="store_true",
+                        help="also the oracle masks through hear's own suppressor (hear-features oracle): "
+                             "oracle-model (in the model's place) and oracle-mask (the whole mask)")
+    parser.add_argument("--features", default=os.path.join(root, ".build/release/hear-features"))
     parser.add_argument("--controls", default="", help="extra hear controls, e.g. ns.reduction=30,ns.sensitivity=60")
     parser.add_argument("--output", default=os.path.join(root, ".build/eval-results.md"))
     args = parser.parse_args()
@@ -305,6 +317,9 @@ def main():
     hear = methods.Hear(args.plugin, args.host, {**controls, "ns.mode": 1})
     classical = methods.Hear(args.plugin, args.host, {**controls, "ns.mode": 0}, name="hear-classical")
     candidates = [hear, classical, methods.RNNoise(), methods.WebRTC(), methods.Speex(), methods.DeepFilterNet()]
+    if args.oracle:
+        candidates += [methods.Oracle(args.features, "model", controls={**controls, "ns.mode": 1}),
+                       methods.Oracle(args.features, "mask", controls={**controls, "ns.mode": 1})]
     if args.only:
         keep = set(args.only.split(","))
         candidates = [m for m in candidates if m.name in keep]

@@ -59,6 +59,37 @@ class Hear:
         return None
 
 
+class Oracle:
+    """What a perfect estimate gives through hear's own suppressor: `hear-features oracle` runs it on
+    the mixture with the true per-bin Wiener gain of every frame (from the clip's speech and noise,
+    floored at `floor_db`) in the model's place (`place="model"`: blended with the estimator and
+    gated like the model's gains) or as the whole mask (`place="mask"`). Needs the clean speech."""
+
+    rate = 48000
+    needs_clean = True
+
+    def __init__(self, features, place, floor_db=-20, controls=None):
+        self.features, self.place, self.floor_db = features, place, floor_db
+        self.controls = controls or {}
+        self.name = f"oracle-{place}"
+        self.seconds = 0.0
+        self.samples = 0
+        self.tmp = tempfile.mkdtemp(prefix="hear-oracle-")
+        atexit.register(shutil.rmtree, self.tmp, ignore_errors=True)
+
+    def process(self, x, clean=None):
+        clean = np.zeros_like(x) if clean is None else clean
+        paths = [os.path.join(self.tmp, name) for name in ("clean.f32", "noise.f32", "out.f32")]
+        clean.astype(np.float32).tofile(paths[0])
+        (x - clean).astype(np.float32).tofile(paths[1])
+        t = time.time()
+        subprocess.run([self.features, "oracle", "--place", self.place, "--floor", str(self.floor_db), "--rate", str(self.rate)]
+                       + [f"{k}={v}" for k, v in self.controls.items()] + paths, check=True)
+        self.seconds += time.time() - t
+        self.samples += len(x)
+        return np.fromfile(paths[2], dtype=np.float32).astype(np.float64)[: len(x)]
+
+
 class RNNoise:
     """RNNoise's own C library, as bundled in the pyrnnoise wheel (10 ms frames at 48 kHz)."""
 

@@ -3,7 +3,7 @@
 // (spread to the bins) and the estimator's per-bin gains, lowered further where the model asks for
 // a band well below the estimator (see `blendLearnedGains`).
 //
-// Features, once per model step (every `modelStride` statistics updates, 5.3 ms), per band b of
+// Features, once per model step (every statistics update: every frame, 2.67 ms), per band b of
 // SpeechBands (32), each scaled to about -2.5...2.5:
 //   [b]       level: band power as dB, (dB + 50) / 20; the power is the band's mean bin power read as
 //             a level at 48 kHz (a band-limited signal gives the same level at every rate), floored
@@ -19,8 +19,8 @@
 
 extension NoiseSuppressor {
     public static let featureCount = 4 * SpeechBandLayout.count + 2
-    /// Statistics updates per model step: every update, 5.3 ms at every rate. At every other update
-    /// a key click could pass for up to three hops on the gain of the step before it.
+    /// Statistics updates per model step: every update, so every frame applies the gains computed
+    /// from it (2.67 ms at every rate).
     public static let modelStride = 1
     static let levelFloorDB: Float = -100
     /// How far (log2 of a gain: 0.25 is 1.5 dB) the model's band gain may lie below the estimator's
@@ -29,6 +29,8 @@ extension NoiseSuppressor {
 
     /// Band powers from the last model step, as levels at 48 kHz (linear; see the header).
     public var bandPowers: UnsafePointer<Float> { UnsafePointer(bandEnergy) }
+    /// Every bin's power in the last frame (`bins` values; in stereo the channels' mean).
+    public var framePower: UnsafePointer<Float> { UnsafePointer(binPower) }
     /// The features of the last model step (`featureCount` values).
     public var features: UnsafePointer<Float> { UnsafePointer(model.features) }
 
@@ -71,14 +73,13 @@ extension NoiseSuppressor {
         f[4 * count + 1] = activity.periodicity
     }
 
-    /// One model step: the band gains, held from falling faster than 0.6 per 10.7 ms (a decaying
-    /// tail instead of a cut, as RNNoise does per 10 ms frame), spread to the bins.
+    /// One model step: the band gains spread to the bins, applied to this very frame. No hold
+    /// delays a falling gain: a click is lowered in the frame it arrives in.
     @inline(__always) mutating func stepModel() {
         model.step()
         let count = SpeechBandLayout.count
         let result = model.result
-        let hold = modelHold
-        for b in upTo(count) { bandGain[b] = max(result[b], hold * bandGain[b]) }
+        for b in upTo(count) { bandGain[b] = result[b] }
         bands.interpolate(bandGain, into: learnedBinGain)
         modelSpeech = count < model.outputs ? result[count] : 0
     }

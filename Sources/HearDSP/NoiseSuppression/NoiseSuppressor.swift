@@ -11,8 +11,9 @@
 // resolution comes from N, delay only from M: a sample leaves 2M - 1 samples after it entered.
 // M is rate / 375 (128 at 48 kHz: 255 samples, 5.3 ms); N is the power of two >= 8M (1024).
 //
-// Statistics and gains are updated every second frame (every 2M samples) from the two frames'
-// mean power; each frame applies the latest mask. They run on every bin up to 4 kHz, on pairs of
+// Statistics and gains are updated every frame from that frame's own power, so the mask a frame
+// applies was computed from the frame itself: a key click meets its own gain, not the one of the
+// frame before. They run on every bin up to 4 kHz, on pairs of
 // bins up to 8 kHz and on bands of 8 bins (375 Hz at 48 kHz) above, from the band's mean power; a
 // band's gain goes to each of its bins. The ear resolves far less than a bin up there, and this
 // takes 40 % of the per-bin work at 48 kHz (`make eval`: unchanged). Per bin or band (in stereo,
@@ -39,6 +40,13 @@
 //    gains are ready the moment the gate opens.
 // Everything is sized in init; `process` buffers internally by hop, so the output does not depend
 // on how the audio is split into calls.
+
+/// Gains that take the place of the model's or of the whole mask (`NoiseSuppressor.suppliedGains`).
+public enum SuppliedGains {
+    case none
+    case model(UnsafePointer<Float>)
+    case mask(UnsafePointer<Float>)
+}
 
 public struct NoiseSuppressor: ~Copyable {
     public let sampleRate: Double
@@ -104,7 +112,7 @@ public struct NoiseSuppressor: ~Copyable {
     let powerSmoothing: Float
     let minimumBias: Float
     package let appliedGain: UnsafeMutablePointer<Float>
-    /// Every bin's power (mean over the group of frames) and gain (from its statistics bin).
+    /// Every bin's power in this frame and gain (from its statistics bin).
     let binPower: UnsafeMutablePointer<Float>
     let binGain: UnsafeMutablePointer<Float>
     /// The statistics run on every bin below `statsSplit` (4 kHz) and on bands above it (2 bins up
@@ -123,10 +131,6 @@ public struct NoiseSuppressor: ~Copyable {
 
     var fill = 0
     var framesSinceReset = 0
-    /// Statistics and gains are updated once per group of frames, from the group's mean power:
-    /// every frame (1) keeps a little more speech but leaves more musical noise and costs more.
-    let group = 2
-    var groupPosition = 0
     /// The learned mode (LearnedGains.swift): bands, the model, and per band: mean noise and clean
     /// estimates, power (then level), the last level feature, the model's gains and the estimator's
     /// mean log2 gain; per bin: the learned gains and scratch.
@@ -156,9 +160,11 @@ public struct NoiseSuppressor: ~Copyable {
     /// Model steps taken (or, with `recordsFeatures`, feature sets computed) since init.
     public private(set) var modelSteps = 0
 
-    /// Tests only: apply this mask (another instance's `appliedGain`) instead of computing one, to
-    /// measure what a mask does to the speech and the noise of a mixture separately.
-    package var maskOverride: UnsafeMutablePointer<Float>? = nil
+    /// Gains from outside, per bin (`bins` long), read at every frame in place of the model's
+    /// (`.model`: through the blend with the estimator and the gate, as the model's would go) or of
+    /// the whole mask (`.mask`). hear-features' oracle feeds the true mask of a mixture here, to
+    /// measure what a perfect model would give through this very framing.
+    public var suppliedGains: SuppliedGains = .none
 
     // Per-frame smoothing constants (from time constants, so every rate behaves alike).
     let presenceSmoothing: Float
@@ -169,8 +175,6 @@ public struct NoiseSuppressor: ~Copyable {
     let mixRate: Float
     let meterRate: Float
     let learnedRate: Float
-    /// How far a model band gain may fall in one model step (LearnedGains.stepModel).
-    let modelHold: Float
     let warmupFrames: Int
 
     // Settings.
@@ -278,7 +282,7 @@ public struct NoiseSuppressor: ~Copyable {
         }
         statsFirst[statsBins] = bins
         activity = SpeechActivity(sampleRate: sampleRate, frameLength: n, analysisWindow: analysisWindow,
-                                  updateSeconds: Double(group &* m) / sampleRate, statsFirst: statsFirst, statsBins: statsBins)
+                                  updateSeconds: Double(m) / sampleRate, statsFirst: statsFirst, statsBins: statsBins)
         binPower = buffer(bins)
         binGain = buffer(bins, 1)
         statsWeight = buffer(statsBins)
@@ -286,7 +290,7 @@ public struct NoiseSuppressor: ~Copyable {
             for k in loop(from: statsFirst[j], upTo: statsFirst[j &+ 1]) { statsWeight[j] += k == 0 || k == bins &- 1 ? 1 : 2 }
         }
 
-        let frameSeconds = Double(group &* m) / sampleRate  // statistics run once per group of frames
+        let frameSeconds = Double(m) / sampleRate  // statistics run every frame
         func perFrame(_ factor: Double, per seconds: Double) -> Float { Float(LibM.pow(factor, frameSeconds / seconds)) }
         presenceSmoothing = perFrame(0.9, per: 0.016)
         noiseSmoothing = perFrame(0.8, per: 0.016)
@@ -296,7 +300,6 @@ public struct NoiseSuppressor: ~Copyable {
         mixRate = Float(1 - LibM.exp(-frameSeconds / 0.010))
         meterRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
         learnedRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
-        modelHold = Float(LibM.pow(0.6, Double(Self.modelStride) * frameSeconds / 0.0107))  // 0.6 per 10.7 ms
         warmupFrames = max(1, truncatedInt(0.03 / frameSeconds))
         // Minima over 8 sub-windows spanning about 1.5 s: longer than a word, shorter than a noise change may take.
         minimumWindowFrames = max(1, truncatedInt(1.5 / 8 / frameSeconds))
@@ -396,7 +399,6 @@ public struct NoiseSuppressor: ~Copyable {
         appliedGain.fill(1, count: bins)
         fill = 0
         framesSinceReset = 0
-        groupPosition = 0
         mix = enabled ? 1 : 0
         speechProbability = 0
         noiseFloorDB = -120
@@ -442,9 +444,8 @@ public struct NoiseSuppressor: ~Copyable {
         }
     }
 
-    /// Transforms the frame, accumulates its power and, every second frame, updates the statistics
-    /// and the on/off glide. Returns whether this frame completed a statistics group.
-    @inline(__always) mutating func analyze(stereo: Bool) -> Bool {
+    /// Transforms the frame and updates the statistics from its power, and the on/off glide.
+    @inline(__always) mutating func analyze(stereo: Bool) {
         let n = frameLength
         let channelCount = stereo ? 2 : 1
         for c in upTo(channelCount) {
@@ -452,45 +453,32 @@ public struct NoiseSuppressor: ~Copyable {
             for i in upTo(n) { frame[i] = samples[i] * analysisWindow[i] }
             fft.forward(frame, real: spectrumReal + c &* bins, imaginary: spectrumImaginary + c &* bins)
         }
-        // Statistics and gains are updated every second frame (every 2M samples, 5.3 ms at 48 kHz)
-        // from the two frames' mean power, which halves the per-bin work and the periodogram's
-        // variance; both frames apply the mask.
-        let position = groupPosition
-        groupPosition = position &+ 1 == group ? 0 : position &+ 1
-        let last = groupPosition == 0
-        let weight: Float = 1 / Float(position &+ 1)
-        let keep: Float = 1 - weight
         if stereo {
             let r2 = spectrumReal + bins, i2 = spectrumImaginary + bins
             for k in upTo(bins) {
                 let a = spectrumReal[k] * spectrumReal[k] + spectrumImaginary[k] * spectrumImaginary[k]
                 let b = r2[k] * r2[k] + i2[k] * i2[k]
-                binPower[k] = keep * binPower[k] + weight * 0.5 * (a + b)
+                binPower[k] = 0.5 * (a + b)
             }
         } else {
-            for k in upTo(bins) {
-                binPower[k] = keep * binPower[k] + weight * (spectrumReal[k] * spectrumReal[k] + spectrumImaginary[k] * spectrumImaginary[k])
-            }
+            for k in upTo(bins) { binPower[k] = spectrumReal[k] * spectrumReal[k] + spectrumImaginary[k] * spectrumImaginary[k] }
         }
-        if last {
-            // The statistics' bins: every bin up to `statsSplit`, the bands' mean power above.
-            for k in upTo(statsSplit) { power[k] = binPower[k] }
-            for j in loop(from: statsSplit, upTo: statsBins) {
-                let from = statsFirst[j], to = statsFirst[j &+ 1]
-                var sum: Float = 0
-                for i in loop(from: from, upTo: to) { sum += binPower[i] }
-                power[j] = sum / Float(to &- from)
-            }
-            trackNoise()
-            // The unscaled estimate: ns.sensitivity shapes the gains, not whether somebody speaks.
-            activity.update(power: power, noise: noise)
-            framesSinceReset &+= 1
-            // Glide the mask strength toward on/off (click-free switching).
-            let target: Float = enabled ? 1 : 0
-            mix += mixRate * (target - mix)
-            if abs(target - mix) < 1e-4 { mix = target }
+        // The statistics' bins: every bin up to `statsSplit`, the bands' mean power above.
+        for k in upTo(statsSplit) { power[k] = binPower[k] }
+        for j in loop(from: statsSplit, upTo: statsBins) {
+            let from = statsFirst[j], to = statsFirst[j &+ 1]
+            var sum: Float = 0
+            for i in loop(from: from, upTo: to) { sum += binPower[i] }
+            power[j] = sum / Float(to &- from)
         }
-        return last
+        trackNoise()
+        // The unscaled estimate: ns.sensitivity shapes the gains, not whether somebody speaks.
+        activity.update(power: power, noise: noise)
+        framesSinceReset &+= 1
+        // Glide the mask strength toward on/off (click-free switching).
+        let target: Float = enabled ? 1 : 0
+        mix += mixRate * (target - mix)
+        if abs(target - mix) < 1e-4 { mix = target }
     }
 
     @inline(__always) mutating func processFrame(stereo: Bool) {
@@ -498,7 +486,8 @@ public struct NoiseSuppressor: ~Copyable {
         let channelCount = stereo ? 2 : 1
         // Switched off and faded out: no analysis at all, so an unused suppressor costs only the
         // delay line. Its statistics pick up again where they were when it is switched back on.
-        let last = mix == 0 && !enabled ? false : analyze(stereo: stereo)
+        let analyzed = !(mix == 0 && !enabled)
+        if analyzed { analyze(stereo: stereo) }
 
         if mix == 0 {
             // Off and settled: the frame passes unchanged, so its share of the output is x · Hann.
@@ -506,16 +495,15 @@ public struct NoiseSuppressor: ~Copyable {
                 let samples = input + (c &* inputCapacity &+ inputStart &+ (n &- 2 &* m)), acc = accumulator + c &* 2 &* m
                 for j in upTo(2 &* m) { acc[j] += samples[j] * overlapWindow[j] }
             }
-            if last {
+            if analyzed {
                 for k in upTo(bins) { appliedGain[k] = 1 }
                 for k in upTo(statsBins) { gain[k] = 1; cleanPower[k] = power[k] }
             }
         } else {
-            if let maskOverride {
-                for k in upTo(bins) { appliedGain[k] = maskOverride[k] }
-            } else if last {
-                computeGain()
-                learnedStep()
+            computeGain()
+            learnedStep()
+            if case .mask(let supplied) = suppliedGains {
+                for k in upTo(bins) { appliedGain[k] = supplied[k] }
             }
             for c in upTo(channelCount) {
                 let re = spectrumReal + c &* bins, im = spectrumImaginary + c &* bins
@@ -570,6 +558,9 @@ public struct NoiseSuppressor: ~Copyable {
                 if running { stepModel() }
                 modelSteps &+= 1
             }
+        }
+        if case .model(let supplied) = suppliedGains {
+            for k in upTo(bins) { learnedBinGain[k] = supplied[k] }
         }
         if learnedMix > 0 {
             blendLearnedGains()
