@@ -4,7 +4,10 @@
 
 writes DIR/NNNNNN-clean.f32 and DIR/NNNNNN-noise.f32 (raw little-endian float32, mono, 48 kHz
 or --rate, equal length; the model's input is their sum, its target the clean file) and
-DIR/manifest.json (its "rate"; per clip: speakers, noise kinds, SNR, levels, augmentations). A
+DIR/manifest.json (its "rate"; per clip: speakers, noise kinds, SNR, levels, augmentations, the
+typing track, and `speech_top_hz`: the highest frequency its clean speech carries, the lowest top
+of the prompts it holds (speech.py) times the speed, the speech's band limit and the set's rate / 2;
+null without speech: train.py ignores the gain target above it). A
 clip at another rate is made at 48 kHz and resampled: the suppressor's framing differs by rate (a
 longer window against the hop below 32 kHz, no bands above the Nyquist frequency), so the model
 sees 8 and 16 kHz streams as well. Debian python3 + numpy + scipy only; every clip is a function of (--seed, its index), so the output does not depend on the number
@@ -21,29 +24,40 @@ A clip, by construction:
   - Speech: utterances (2-5 s, speech.py) of one speaker separated by 0.2-1.5 s pauses; 70 % of
     clips draw a recorded speaker (weight ~ sqrt(minutes), so the two long asterisk speakers do not
     swamp the rest), 30 % a TTS voice.
-  - Speech augmentation: speed (pitch and tempo together, by resampling, 0.9-1.1, on 60 %),
-    spectral tilt (first-order shelf, +-9 dB across the band, on 50 %), synthetic room reverb
-    (exponentially decaying noise, RT60 0.1-0.6 s, faster decay above ~2 kHz, on 30 %; the target
-    is the reverberant speech), mild clipping (0.1-1 % of samples, on 5 %; target clipped too).
+  - Speech augmentation: speed (pitch and tempo together, by resampling, 0.85-1.15, on 60 %: a
+    formant shift within the spread between adult talkers), spectral tilt (first-order shelf,
+    +-9 dB across the band, on 50 %), RNNoise's random second-order pole-zero filter (rand_resp,
+    coefficients uniform in +-0.375, on 50 %), synthetic room reverb (exponentially decaying noise,
+    RT60 0.1-0.6 s, faster decay above ~2 kHz, on 50 %; the target is the reverberant speech), mild
+    clipping (0.1-1 % of samples, on 5 %; target clipped too).
   - Band limits: 40 % of clips are low-passed to 4, 8 or 11 kHz in BOTH files (a narrowband stream:
     the top bands are empty, and that is not noise), 15 % only the speech (a narrowband voice over
     wideband noise). The limit is a down- and up-sampling, as a real narrowband stream is.
   - Levels: active speech level -45...0 dBFS, then scaled down as a whole if the sum would peak
-    above -1 dBFS (headroom); SNR (active speech level over the clip's mean noise power) -5...25 dB,
-    30-40 dB on 10 % of clips. Noise alone: -65...-15 dBFS.
+    above -1 dBFS (headroom; checked at the set's rate); SNR (active speech level over the clip's
+    mean noise power) -5...25 dB, 30-40 dB on 10 % of clips. Noise alone: -65...-15 dBFS. The
+    noise gets its own rand_resp filter on 50 % of noisy clips.
+  - Real typing: on 30 % of noisy and noise-only clips, a track of recorded key presses and releases
+    (bucklespring-data, one mechanical keyboard, 85 keys) on top of the background noise, in the
+    noise file: bursts of 3-25 keys, 70-350 ms apart, releases 30-120 ms after their presses, the
+    space bar and big keys among them, 0.5-3 s between bursts, +-4 dB per event, through a
+    rand_resp filter and on half of them a room; its active level 5 dB above to 20 dB below the
+    speech's (in a noise-only clip, below a level drawn as a talker's). The manifest's "typing"
+    tells what it holds; "snr_db" stays that of the background noise.
   - Noise, generated here (own generators and parameter ranges, not corpus.py):
       stationary: white, pink, brown (random spectral slope), fan (broadband + blade tones),
         hum (50/60 Hz and harmonics, sometimes buzzy), hvac (rumble + air);
-      non-stationary: keyboard (key down/up clicks that ring or clatter, space bar, typing
-        rhythm), mouse (clicks, double clicks, wheel), dishes (clinks, clatter, scrapes), door (latch, slam, room tail),
+      non-stationary: keyboard (synthetic key down/up clicks that ring or clatter, space bar,
+        typing rhythm: other keyboards than the recorded one), mouse (clicks, double clicks,
+        wheel), dishes (clinks, clatter, scrapes), door (latch, slam, room tail),
         traffic (passing vehicles, engine tone glides), footsteps, sfx (recorded mechanical sounds
         from hedgewars-data: hammer, drill, steps, splash, shutter, ...; no voices);
       babble (3-8 train speakers) and cafe (reverberant babble + clatter + room noise);
     25 % of noisy clips mix two kinds; 25 % have a slowly varying noise level (+-3...10 dB).
 
-Speed (measured): 2000 clips of 8 s in 167 s on one core (84 ms a clip, --workers 1, with the
-other core busy), plus ~4 s to load the speech cache; 5.8 GB on disk (3 MB a clip).
-speech.py builds its cache on first use (~1.5 min).
+Speed (measured on this project's 2-core machine, --workers 1, 40 clips of 8 s at 48 kHz, the
+other core busy): about 200 ms a clip, plus ~8 s to load the speech cache; 3 MB a clip on disk.
+speech.py builds its cache on first use (~3 min).
 """
 
 import argparse
@@ -85,6 +99,7 @@ def load_state(split):
             x = speech.trim(speech.decode(path), floor_db=-50)
             if len(x):
                 sfx.append(x.astype(np.float32))
+    keys = load_keys()
     # Target speaker draw: weight ~ sqrt(seconds) within its kind; recorded voices 70 %, TTS 30 %.
     share = {"recorded": 0.7, "tts": 0.3}
     present = {p.speaker.kind for p in targets}
@@ -92,7 +107,42 @@ def load_state(split):
     for kind in present:
         mask = np.array([p.speaker.kind == kind for p in targets])
         weights[mask] *= share[kind] / sum(share[k] for k in present) / weights[mask].sum()
-    STATE.update(targets=targets, weights=weights / weights.sum(), babblers=babblers, sfx=sfx)
+    STATE.update(targets=targets, weights=weights / weights.sum(), babblers=babblers, sfx=sfx, keys=keys)
+
+
+# bucklespring-data: one IBM Model M keyboard recorded key by key, "%02x-%d.wav" = the Linux evdev key
+# code in hex and the event (1 press, 0 release). Keys played apart from the letters: the space bar
+# and the big keys (enter, backspace, both shifts).
+SPACE_KEY = 0x39
+BIG_KEYS = {0x1C, 0x0E, 0x2A, 0x36}
+
+
+def key_sound(x):
+    """One key file (starting at the event, padded to 0.33 s) cut after its sound has decayed
+    55 dB below its peak, with a 3 ms fade-out; DC removed."""
+    x = x.astype(np.float64) - np.mean(x)
+    envelope = np.convolve(x ** 2, np.ones(48) / 48, mode="same")
+    loud = np.nonzero(envelope > envelope.max() * 10 ** (-55 / 10))[0]
+    end = min(len(x), loud[-1] + 1 + int(0.003 * RATE))
+    y = x[:end].copy()
+    k = min(int(0.003 * RATE), len(y) // 2)
+    y[len(y) - k:] *= np.linspace(1.0, 0.0, k)
+    return (y / np.max(np.abs(y))).astype(np.float32)
+
+
+def load_keys():
+    """{"letters": [(press, release)], "space": [...], "big": [...]} from bucklespring-data."""
+    files = {}
+    for path in speech.package_files("bucklespring-data", None, (".wav",)):
+        code, event = os.path.basename(path)[:-4].split("-")
+        files.setdefault(int(code, 16), {})[int(event)] = path
+    keys = {"letters": [], "space": [], "big": []}
+    for code, pair in sorted(files.items()):
+        if 0 not in pair or 1 not in pair:
+            continue  # a key recorded without its release
+        group = "space" if code == SPACE_KEY else "big" if code in BIG_KEYS else "letters"
+        keys[group].append((key_sound(speech.decode(pair[1])), key_sound(speech.decode(pair[0]))))
+    return keys
 
 
 # --- small tools ---
@@ -465,6 +515,46 @@ def gen_sfx(rng, n):
     return x + db(-rng.uniform(35, 55)) * shaped(rng, n, 1.0)
 
 
+def rand_resp(rng):
+    """RNNoise's random response: a second-order pole-zero filter, (1 + b1 z^-1 + b2 z^-2) /
+    (1 + a1 z^-1 + a2 z^-2), its four coefficients uniform in +-0.375 (always stable)."""
+    a1, a2, b1, b2 = rng.uniform(-0.375, 0.375, 4)
+    return np.array([1.0, b1, b2]), np.array([1.0, a1, a2])
+
+
+def typing_track(rng, n):
+    """Real keys typed in bursts (bucklespring-data): 3-25 keys a burst, 70-350 ms between keys
+    (a typist's pace per burst, jittered per key), each key's release 30-120 ms after its press, a
+    space bar now and then, a big key (enter, backspace, shift) rarely, 0.5-3 s between bursts; each
+    press and release +-4 dB; then a random pole-zero colouring (rand_resp), and half the time a
+    room. The track (unscaled) and what it holds."""
+    keys = STATE["keys"]
+    x = np.zeros(n)
+    position = int(rng.uniform(0, 1.5) * RATE)
+    presses = bursts = 0
+    while position < n:
+        bursts += 1
+        pace = rng.uniform(0.09, 0.25)
+        for _ in range(int(rng.integers(3, 26))):
+            r = rng.random()
+            group = "space" if r < 0.15 and keys["space"] else "big" if r < 0.18 and keys["big"] else "letters"
+            press, release = keys[group][rng.integers(len(keys[group]))]
+            place(x, press, position, db(rng.uniform(-4, 4)))
+            place(x, release, position + int(rng.uniform(0.03, 0.12) * RATE), db(rng.uniform(-4, 4)))
+            presses += 1
+            position += int(np.clip(pace * rng.lognormal(0, 0.3), 0.07, 0.35) * RATE)
+        position += int(rng.uniform(0.5, 3.0) * RATE)
+    b, a = rand_resp(rng)
+    x = signal.lfilter(b, a, x)
+    info = {"source": "bucklespring-data", "keys": presses, "bursts": bursts,
+            "eq": [round(float(c), 4) for c in (*b[1:], *a[1:])]}
+    if rng.random() < 0.5:
+        rt60 = float(rng.uniform(0.15, 0.6))
+        x = reverb(x, room_ir(rng, rt60))
+        info["reverb_rt60_s"] = round(rt60, 3)
+    return x, info
+
+
 def speech_stream(rng, prompts, n, gap=(0.1, 1.0)):
     """One talker filling n samples (a random start inside its stream)."""
     out = np.zeros(n)
@@ -543,18 +633,25 @@ def speed_change(x, factor):
 
 
 def speech_track(rng, prompts, n, start, speed):
-    """Utterances of one speaker separated by 0.2-1.5 s pauses, from `start` on."""
+    """Utterances of one speaker separated by 0.2-1.5 s pauses, from `start` on; the speed it got
+    and the top (Hz) of its speech: the lowest top of the prompts that made it into the clip,
+    scaled by the speed."""
     # Built at the pre-speed length and resampled once.
     m = int(n * speed) + RATE
     out = np.zeros(m)
     position = int(start * speed)
+    tops = []
     while position < m:
-        u = speech.utterance(prompts, rng, seconds=(2.0, 5.0), gap=(0.05, 0.25))
+        used = []
+        u = speech.utterance(prompts, rng, seconds=(2.0, 5.0), gap=(0.05, 0.25), used=used)
+        if position < int(n * speed):
+            tops += [prompts.tops[i] for i in used]
         place(out, u, position)
         position += len(u) + int(rng.uniform(0.2, 1.5) * RATE)
     if speed != 1.0:
         out, speed = speed_change(out, speed)
-    return out[:n], speed
+    top = min(tops) * speed if tops else RATE / 2
+    return out[:n], speed, float(min(top, RATE / 2))
 
 
 # --- one clip ---
@@ -576,16 +673,21 @@ def make_clip(task):
     info["speaker"] = prompts.speaker.name
     info["speaker_kind"] = prompts.speaker.kind
     clean = np.zeros(n)
+    top = None  # the highest frequency the clean speech carries (Hz)
     if kind != "noise-only":
-        speed = float(rng.uniform(0.9, 1.1)) if rng.random() < 0.6 else 1.0
+        speed = float(rng.uniform(0.85, 1.15)) if rng.random() < 0.6 else 1.0
         start = zeros + int(rng.uniform(0, 1.0) * RATE) * (rng.random() < 0.7)
-        clean, speed = speech_track(rng, prompts, n, start, speed)
+        clean, speed, top = speech_track(rng, prompts, n, start, speed)
         augment["speed"] = round(speed, 4)
         if rng.random() < 0.5:
             b, a, gain, pivot = tilt_filter(rng)
             clean = signal.lfilter(b, a, clean)
             augment["tilt_db"], augment["tilt_pivot_hz"] = round(gain, 2), round(pivot)
-        if rng.random() < 0.30:
+        if rng.random() < 0.5:
+            b, a = rand_resp(rng)
+            clean = signal.lfilter(b, a, clean)
+            augment["speech_eq"] = [round(float(c), 4) for c in (*b[1:], *a[1:])]
+        if rng.random() < 0.5:
             rt60 = float(rng.uniform(0.1, 0.6))
             clean = reverb(clean, room_ir(rng, rt60))
             augment["reverb_rt60_s"] = round(rt60, 3)
@@ -604,6 +706,9 @@ def make_clip(task):
         speech_only = int(rng.choice([4000, 8000]))
         augment["speech_band_limit_hz"] = speech_only
         clean = band_limit(clean, speech_only)
+    if top is not None:
+        top = min(top, both or speech_only or RATE / 2, rate / 2)
+    info["speech_top_hz"] = None if top is None else round(top)
 
     # Noise.
     noise = np.zeros(n)
@@ -624,11 +729,22 @@ def make_clip(task):
             envelope, depth = slow_envelope(rng, n)
             noise *= envelope
             augment["noise_level_swing_db"] = round(depth, 1)
+        if rng.random() < 0.5:
+            b, a = rand_resp(rng)
+            noise = signal.lfilter(b, a, noise)
+            augment["noise_eq"] = [round(float(c), 4) for c in (*b[1:], *a[1:])]
         if both:
             noise = band_limit(noise, both)
         noise /= max(np.sqrt(np.mean(noise ** 2)), 1e-20)
     info["noises"] = kinds
     info["babble_speakers"] = babblers
+
+    # Real typing on top of the background noise (its level is set below, against the speech).
+    typing, typing_info = None, None
+    if kind != "clean" and rng.random() < 0.30:
+        typing, typing_info = typing_track(rng, n)
+        if both:
+            typing = band_limit(typing, both)
 
     # Levels.
     if kind == "noise-only":
@@ -653,11 +769,26 @@ def make_clip(task):
             snr = float(rng.uniform(-5, 25)) if rng.random() < 0.9 else float(rng.uniform(30, 40))
             noise_db = speech_db - snr
             noise *= db(noise_db)
+    if typing is not None:
+        # The keys' active level (20 ms frames within 35 dB of the loudest: the keystrokes, not the
+        # gaps) this far below the speech's active level; in a noise-only clip, below a level a
+        # talker could have had (-45...0 dBFS, as the speech above).
+        reference = speech_db if speech_db is not None else float(rng.uniform(-45, 0))
+        typing_snr = float(rng.uniform(-5, 20))
+        typing *= db(reference - typing_snr - active_level_db(typing))
+        noise += typing
+        typing_info["snr_db"] = round(typing_snr, 2)
+        typing_info["active_level_dbfs"] = round(reference - typing_snr, 2)
     if zeros:
         clean[:zeros] = 0.0
         noise[:zeros] = 0.0
-    peak = np.max(np.abs(clean + noise))
     headroom = 0.0
+    if rate != RATE:  # a stream at another rate: made at 48 kHz, resampled as a sound card would
+        ratio = Fraction(rate, RATE).limit_denominator(1000)
+        clean = signal.resample_poly(clean, ratio.numerator, ratio.denominator)
+        noise = signal.resample_poly(noise, ratio.numerator, ratio.denominator)
+    # Peaks at most -1 dBFS (a hair below, so that the float32 files' sum stays there too).
+    peak = np.max(np.abs(clean + noise)) / 0.99999
     if peak > db(-1):
         headroom = 20 * np.log10(peak / db(-1))
         clean *= db(-1) / peak
@@ -666,12 +797,11 @@ def make_clip(task):
     info["speech_level_dbfs"] = None if speech_db is None else round(speech_db - headroom, 2)
     info["noise_level_dbfs"] = None if noise_db is None else round(noise_db - headroom, 2)
     info["snr_db"] = None if snr is None else round(snr, 2)
+    if typing_info is not None:
+        typing_info["active_level_dbfs"] = round(typing_info["active_level_dbfs"] - headroom, 2)
+    info["typing"] = typing_info
     info["augment"] = augment
 
-    if rate != RATE:  # a stream at another rate: made at 48 kHz, resampled as a sound card would
-        ratio = Fraction(rate, RATE).limit_denominator(1000)
-        clean = signal.resample_poly(clean, ratio.numerator, ratio.denominator)
-        noise = signal.resample_poly(noise, ratio.numerator, ratio.denominator)
     clean.astype("<f4").tofile(os.path.join(out_dir, f"{index:06d}-clean.f32"))
     noise.astype("<f4").tofile(os.path.join(out_dir, f"{index:06d}-noise.f32"))
     return info
@@ -693,7 +823,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     load_state(args.split)
     print(f"{args.split}: {len(STATE['targets'])} speakers, {len(STATE['babblers'])} babblers, "
-          f"{len(STATE['sfx'])} sound effects ({time.time() - started:.0f} s to load)", file=sys.stderr)
+          f"{len(STATE['sfx'])} sound effects, {sum(len(k) for k in STATE['keys'].values())} recorded keys "
+          f"({time.time() - started:.0f} s to load)", file=sys.stderr)
     n = int(round(args.seconds * RATE))
     tasks = [(args.seed, i, n, args.out, args.rate) for i in range(args.first, args.first + args.clips)]
     workers = max(1, min(2, args.workers))

@@ -6,8 +6,11 @@ the same /usr/share/asterisk/sounds tree as the asterisk-core-sounds-* packages,
 for independent evaluation (issue #13) and must never be read here.
 
 Audio is decoded with sox (mixed to mono, resampled to 48 kHz) into a cache under
-.build/train-cache, leading and trailing silence trimmed, and kept per speaker as float32; callers
-get float64 mono 48 kHz arrays.
+.build/train-cache, leading and trailing silence trimmed (klettres' files, one sound in ~2 s of
+noise floor, gated down to the sound), and kept per speaker as float32 with each prompt's source
+rate and top (the highest frequency its speech carries, `band_top`); callers get float64 mono
+48 kHz arrays. data.py writes the top of a clip's speech into its manifest, and train.py ignores
+the gain target above it: an 8 kHz voice does not teach the model that speech stops at 4 kHz.
 
 The split, by speaker (a speaker's prompts all land in one split):
 
@@ -19,11 +22,15 @@ The split, by speaker (a speaker's prompts all land in one split):
          narrowband, asterisk-prompt-es-co (Colombian Spanish, 8 kHz GSM); acted, the hedgewars
          packs Default_es, Default_uk and Russian_pl. pocketsphinx-testdata's CMU test utterances
          (unnamed talkers) are held out too and not used.
-  valid  checkpoint selection: hedgewars Default_pl and Default_ru, and the festival voice
-         czech_dita (a female TTS voice no other split uses).
+  valid  checkpoint selection: every Danish source (tuxpaint's, klettres' and ktuberling's
+         talkers) and ktuberling's Greek man (TALKERS, VALID_LANGUAGES), hedgewars Default_pl and
+         Default_ru, and the festival voice czech_dita (a female TTS voice no other split uses).
   train  everything else: asterisk-prompt-it-menardi-wav (Italian, 8 kHz), asterisk-prompt-fr-
-         armelle (French, 8 kHz GSM), the remaining hedgewars packs, festival voices and espeak-ng
-         variants.
+         armelle (French, 8 kHz GSM), klettres-data (19 languages), ktuberling-data (17 languages;
+         not de, lt, ro, nor ktuberling's Russian man), tuxpaint-stamps-default's other talkers
+         (bg, fr, ca, nl, ml, lt, English), the remaining hedgewars packs, festival voices and
+         espeak-ng variants. TALKERS tells who they are and why some files are left out;
+         `check_split` refuses a train or valid speaker that reads an eval speaker's file.
 
 Why hedgewars is split this way: hedgewars does not document who voiced which pack (its credits
 name one "hedgehogs voice" actor). The background noise of each pack's recordings (the spectrum of
@@ -42,18 +49,18 @@ TTS: the eval's own TTS set (corpus.py) speaks with flite slt/rms/awb/kal16/kal
 and espeak-ng variants f3, m3 (talkers) and Andrea, Adam, f2, m4, f4, m7 (babble). None of those
 voices is used here: no flite voice at all, no festival kal or slt voice, and those espeak variants
 in no language. festival's Hindi/Marathi/Telugu NSK voices do not run with Debian's festival 2.5
-and are not used; open-jtalk has no voice in Debian main. TTS is 32 % of the train audio (22 of
-70 min), and data.py draws a TTS voice for only 30 % of clips: espeak-ng is a formant synthesizer,
+and are not used; open-jtalk has no voice in Debian main. TTS is 15 % of the train audio (22 of
+145 min), and data.py draws a TTS voice for only 30 % of clips: espeak-ng is a formant synthesizer,
 and RNNoise's collapse on it (issue #13) shows how far such voices are from people.
 
-Amounts after trimming: train 69 speakers, 47.7 min recorded (11 voices, the 8 English hedgewars
-packs perhaps one actor; 39 min of it the two 8 kHz asterisk voices) + 22.1 min TTS; valid 3
-speakers, 1.2 min recorded + 1.0 min TTS. The eval speakers: see `python3 -m hear_training.speech`
-(the tuxpaint talkers are read at every 8th file, plenty for 2 utterances each).
+Amounts after trimming: train 112 speakers, 123.3 min recorded (43.2 min of it with a top below
+6 kHz, mostly the two 8 kHz asterisk voices) + 22.1 min TTS; valid 7 speakers, 11.9 min
+recorded + 1.0 min TTS. The eval speakers: see `python3 -m hear_training.speech` (the tuxpaint
+talkers are read at every 8th file, plenty for 2 utterances each).
 
 Training utterances are 2-5 s: short prompts of one speaker joined with short pauses.
 
-    python3 -m hear_training.speech   builds the cache (first run: a few minutes) and prints the split table
+    python3 -m hear_training.speech [--split S]   builds the cache (first run: a few minutes) and prints the split table
 """
 
 import argparse
@@ -71,7 +78,7 @@ from scipy import signal
 RATE = 48000
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CACHE = os.path.join(ROOT, ".build", "train-cache")
-VERSION = 1  # bump to rebuild the per-speaker caches
+VERSION = 2  # bump to rebuild the per-speaker caches
 
 # What the sources need is listed in training/debian-packages; `make train` installs them.
 RESERVED = re.compile(r"^asterisk-core-sounds")
@@ -87,6 +94,10 @@ class Speaker:
     source: tuple   # ("package", package, exclude-regex) | ("files", package, include-regex, exclude-regex, stride)
                     # | ("hedgewars", pack) | ("festival", voice, encoding) | ("espeak", voice)
     texts: str = ""  # language key into TEXTS, for TTS
+    # Sources whose files hold one short sound in a long stretch of the recording's noise floor
+    # (klettres): trimmed to the frames this many dB above the file's floor (its 10th-percentile
+    # 10 ms frame), and a file whose floor lies within 30 dB of its loudest frame is left out.
+    gate_db: float = 0.0
 
 
 # --- texts for the TTS voices (written for this file; not the eval's Harvard sentences) ---
@@ -309,6 +320,53 @@ DECIDING_TALKERS = [
 ]
 
 
+# More recorded talkers for training and validation, none of them an eval speaker. Who they are
+# (credits in the packages' documentation and the files' tags) and why some are left out:
+#   klettres-data: letters and syllables, one or two people per language (en Robert Wadley, en_GB
+#     a woman, de Helmut Kriege (ktuberling's German files, an eval talker, are by Helmut Pozimski),
+#     lt Liudas Ališauskas (ktuberling's Lithuanian eval talker is Donatas Glodenis), ru Dashk0 (a
+#     woman; tuxpaint's Russian eval talker is a man), es Ana Belén Caballero and Juan Pedro Paredes,
+#     fr Ludovic Grossard, it Pietro Pasotti, cs Eva Mikulčíková, nl Geert Stams, da Erik Kjaer
+#     Pedersen, he Assaf Gorgon, nds and pt_BR two each; ar, hu, ml, nb, tn, uk uncredited).
+#     Each file is one sound in ~2 s of noise floor: gated (Speaker.gate_db).
+#   ktuberling-data: words, one voice per language (ca several people, da Martha Schou and others,
+#     el clavisound.gr, wa Djan Cayron, en John Calhoun's originals); es, fi, it, nds, pt, sv are
+#     8 kHz files, ca mostly 22 kHz, fr and nl partly 8 kHz (every prompt keeps its own rate, see
+#     Prompts.rates). Left out: de and lt (eval talkers); ro (a Romanian woman with the pitch of
+#     tuxpaint's Romanian eval talker, who may have recorded both); the Russian man (the older
+#     files: ball, bow, ..., egypt_*, moon_*, pizzeria_*; a Russian man with the pitch of
+#     tuxpaint's Russian eval talker), so ktuberling-ru is the woman of the newer files only;
+#     nn (Opus, which sox does not read); sr@ijekavian, sr@ijekavianlatin, sr@latin (copies of sr).
+#   tuxpaint-stamps-default: the stamp descriptions of the talkers that are not eval talkers
+#     (bg Krasimir Petkov, fr PaulK, ca Pere Pujal, da Joe Dalton, nl, ml, and the English
+#     `_desc.ogg` files), outside symbols/ as for the eval talkers (other people recorded letters
+#     and digits there); lt is only in symbols/ (the Lithuanian alphabet, Andrius Jurkus).
+# Split by language: one language's sources may share a person (KDE translators record for
+# several programs), so a language goes whole to train or to valid. Valid holds Danish (tuxpaint's
+# Joe Dalton, klettres' Erik Kjaer Pedersen, ktuberling's Martha Schou and others) and Greek
+# (ktuberling's man; the Greek eval talker is a woman). (name, language, package, include,
+# exclude, stride, nominal rate, split, gate_db)
+KLETTRES = ["ar", "cs", "da", "de", "en", "en_GB", "es", "fr", "he", "hu", "it", "lt", "ml", "nb", "nds", "nl",
+            "pt_BR", "ru", "tn", "uk"]
+KTUBERLING = {"ca": 22050, "da": 44100, "el": 44100, "en": 44100, "es": 8000, "fi": 8000, "fr": 44100, "ga": 44100,
+              "gl": 44100, "it": 8000, "nds": 8000, "nl": 8000, "pt": 8000, "ru": 44100, "sl": 44100, "sr": 22050,
+              "sv": 8000, "uk": 44100, "wa": 44100}
+TUXPAINT = {"bg": r"_desc_bg\.ogg$", "fr": r"_desc_fr\.ogg$", "ca": r"_desc_ca\.ogg$", "da": r"_desc_da\.ogg$",
+            "nl": r"_desc_nl\.ogg$", "ml": r"_desc_ml\.ogg$", "en": r"_desc\.ogg$"}
+VALID_LANGUAGES = {"da", "el"}
+TALKERS = [
+    *((f"klettres-{lang}", lang.split("_")[0], "klettres-data", rf"/klettres/{lang}/(alpha|syllab)/", None, 1, 44100,
+       "valid" if lang in VALID_LANGUAGES else "train", 12.0) for lang in KLETTRES),
+    *((f"ktuberling-{lang}", lang, "ktuberling-data", rf"/ktuberling/sounds/{lang}/", None, 1, rate,
+       "valid" if lang in VALID_LANGUAGES else "train", 0.0) for lang, rate in KTUBERLING.items() if lang != "ru"),
+    ("ktuberling-ru", "ru", "ktuberling-data", r"/ktuberling/sounds/ru/(tux-|[a-z]+-tux\.|xmas_|tv_)",
+     r"/tv_(bicycle|car|cyclist|train|tree)\.ogg$", 1, 44100, "train", 0.0),
+    *((f"tuxpaint-{lang}", lang, "tuxpaint-stamps-default", include, r"/stamps/symbols/", 1, 44100,
+       "valid" if lang in VALID_LANGUAGES else "train", 0.0) for lang, include in TUXPAINT.items()),
+    ("tuxpaint-lt", "lt", "tuxpaint-stamps-default", r"/stamps/symbols/.*_desc_lt\.ogg$", None, 1, 44100, "train", 0.0),
+]
+
+
 def _speakers():
     s = [
         Speaker("asterisk-it-menardi", "recorded", "it", "train", 8000,
@@ -323,6 +381,9 @@ def _speakers():
     ]
     for name, language, package, include, exclude, stride in DECIDING_TALKERS:
         s.append(Speaker(name, "recorded", language, "eval", 44100, ("files", package, include, exclude, stride)))
+    for name, language, package, include, exclude, stride, rate, split, gate in TALKERS:
+        s.append(Speaker(name, "recorded", language, split, rate, ("files", package, include, exclude, stride),
+                         gate_db=gate))
     for pack, split in HEDGEWARS_SPLIT.items():
         s.append(Speaker(f"hedgewars-{pack}", "recorded", HEDGEWARS_LANGUAGE.get(pack, "en"), split, 44100,
                          ("hedgewars", pack)))
@@ -411,9 +472,16 @@ def synthesize(speaker, text):
     return path
 
 
-def trim(x, floor_db=-35.0, margin=0.02, fade=0.005):
+# A gated file (Speaker.gate_db) whose noise floor lies within this many dB of its loudest frame is
+# a noisy recording, left out.
+GATE_FLOOR_DB = -30.0
+
+
+def trim(x, floor_db=-35.0, margin=0.02, fade=0.005, gate_db=0.0):
     """Leading and trailing silence off: 10 ms frames within floor_db of the loudest, plus a
-    margin; short fades so that a cut never clicks. DC removed."""
+    margin; short fades so that a cut never clicks. DC removed. With gate_db, only frames that many
+    dB above the file's noise floor (its 10th-percentile frame) count as sound, and a file whose
+    floor is within GATE_FLOOR_DB of its loudest frame comes back empty."""
     x = x.astype(np.float64)
     x -= np.mean(x)
     frame = RATE // 100
@@ -423,7 +491,13 @@ def trim(x, floor_db=-35.0, margin=0.02, fade=0.005):
     energy = np.mean(x[: n * frame].reshape(n, frame) ** 2, axis=1)
     if energy.max() <= 1e-12:
         return x[:0]
-    active = np.nonzero(energy > energy.max() * 10 ** (floor_db / 10))[0]
+    threshold = energy.max() * 10 ** (floor_db / 10)
+    if gate_db:
+        floor = np.percentile(energy, 10)
+        if floor > energy.max() * 10 ** (GATE_FLOOR_DB / 10):
+            return x[:0]
+        threshold = max(threshold, floor * 10 ** (gate_db / 10))
+    active = np.nonzero(energy > threshold)[0]
     first = max(0, active[0] * frame - int(margin * RATE))
     last = min(len(x), (active[-1] + 1) * frame + int(margin * RATE))
     y = x[first:last].copy()
@@ -432,6 +506,34 @@ def trim(x, floor_db=-35.0, margin=0.02, fade=0.005):
     y[:k] *= ramp
     y[len(y) - k:] *= ramp[::-1]
     return y
+
+
+def source_rate(path):
+    """A file's own sample rate (the .raw files are 16 kHz)."""
+    if path.endswith(".raw"):
+        return 16000
+    out = subprocess.run(["soxi", "-r", path], capture_output=True, text=True, check=True)
+    return int(float(out.stdout.strip()))
+
+
+# A prompt's top: the highest frequency at which its power spectrum (smoothed over ~200 Hz) lies
+# within this many dB of its peak below 4 kHz. It finds band limits (8 kHz files: 3.8-3.9 kHz, MP3
+# low-passes: 7.5 and 16 kHz, the band-limited tuxpaint-ca files: 3.6-9 kHz) and the natural roll-off
+# of a voice (10-21 kHz in wideband files); above it, the speech holds nothing a mixture could show.
+TOP_DROP_DB = 60.0
+
+
+def band_top(x, rate):
+    """The prompt's top (Hz): at most its source's Nyquist frequency and RATE / 2."""
+    nyquist = min(rate, RATE) / 2
+    if len(x) < 2048:
+        return float(nyquist)
+    f, p = signal.welch(x, RATE, nperseg=2048)
+    level = 10 * np.log10(p + 1e-30)
+    level = np.convolve(np.pad(level, 4, mode="edge"), np.ones(9) / 9, mode="valid")
+    reference = np.max(level[(f > 100) & (f < 4000)])
+    above = np.nonzero(level > reference - TOP_DROP_DB)[0]
+    return float(min(nyquist, round(f[above[-1]], -1))) if len(above) else float(nyquist)
 
 
 def _sources(speaker):
@@ -457,10 +559,12 @@ def _sources(speaker):
 
 class Prompts:
     """One speaker's trimmed prompts, float32 at 48 kHz, concatenated (`audio`), with their
-    bounds and names. Cheap to share between forked workers."""
+    bounds, names, source rates (`rates`: each file's own) and tops (`tops`, Hz: `band_top`).
+    Cheap to share between forked workers."""
 
-    def __init__(self, speaker, audio, bounds, names):
+    def __init__(self, speaker, audio, bounds, names, rates, tops):
         self.speaker, self.audio, self.bounds, self.names = speaker, audio, bounds, names
+        self.rates, self.tops = rates, tops
 
     def __len__(self):
         return len(self.bounds)
@@ -479,28 +583,51 @@ def load(speaker, min_seconds=0.15):
         speaker = BY_NAME[speaker]
     path = os.path.join(CACHE, "speakers", f"{speaker.name}-v{VERSION}.npz".replace("+", "_"))
     if not os.path.exists(path):
-        prompts, names = [], []
+        prompts, names, rates, tops = [], [], [], []
         for name, source in _sources(speaker):
-            y = trim(decode(source))
+            y = trim(decode(source), gate_db=speaker.gate_db)
             if len(y) >= min_seconds * RATE:
+                rate = source_rate(source)
                 prompts.append(y.astype(np.float32))
                 names.append(name)
+                rates.append(rate)
+                tops.append(band_top(y, rate))
         if not prompts:
             raise RuntimeError(f"{speaker.name}: no usable prompt")
         lengths = np.array([len(p) for p in prompts])
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        np.savez(path + ".tmp.npz", audio=np.concatenate(prompts), lengths=lengths, names=np.array(names))
+        np.savez(path + ".tmp.npz", audio=np.concatenate(prompts), lengths=lengths, names=np.array(names),
+                 rates=np.array(rates), tops=np.array(tops))
         os.replace(path + ".tmp.npz", path)
     with np.load(path) as data:
         audio, lengths, names = data["audio"], data["lengths"], [str(n) for n in data["names"]]
+        rates, tops = data["rates"], data["tops"]
     ends = np.cumsum(lengths)
-    return Prompts(speaker, audio, np.stack([ends - lengths, ends], axis=1), names)
+    return Prompts(speaker, audio, np.stack([ends - lengths, ends], axis=1), names, rates, tops)
 
 
 def prompts(speaker):
     """A speaker's prompts as float64 arrays, mono, 48 kHz."""
     p = load(speaker)
     return [p[i] for i in range(len(p))]
+
+
+def check_split():
+    """Raises if a file of an eval speaker (every file its rule matches, not only every n-th) is also
+    a training or validation speaker's file."""
+    def files(speaker):
+        kind = speaker.source[0]
+        if kind == "files":
+            _, package, include, exclude, _ = speaker.source
+            return {p for p in package_files(package, exclude, (".wav", ".gsm", ".raw", ".ogg")) if re.search(include, p)}
+        if kind == "package":
+            return set(package_files(speaker.source[1], speaker.source[2], (".wav", ".gsm", ".raw")))
+        return set()
+    held = set().union(*(files(s) for s in speakers("eval", "recorded")))
+    for s in speakers("train", "recorded") + speakers("valid", "recorded"):
+        shared = files(s) & held
+        if shared:
+            raise RuntimeError(f"{s.name} ({s.split}) reads eval files, e.g. {sorted(shared)[0]}")
 
 
 def build_all(split=None, workers=2):
@@ -525,10 +652,11 @@ def join(pieces, gaps):
     return np.concatenate(out)
 
 
-def utterance(prompts_, rng, seconds=(2.0, 5.0), gap=(0.08, 0.3), verbal_only=False, order=None):
+def utterance(prompts_, rng, seconds=(2.0, 5.0), gap=(0.08, 0.3), verbal_only=False, order=None, used=None):
     """One utterance of 2-5 s: random prompts of one speaker joined by short pauses. A prompt
     longer than the upper bound is an utterance of its own. `order` (a list of prompt indices)
-    makes the choice sequential instead of random: the first one that still fits is taken out."""
+    makes the choice sequential instead of random: the first one that still fits is taken out.
+    The indices of the prompts it holds are appended to `used` (a list), if given."""
     candidates = [i for i in range(len(prompts_)) if not verbal_only or verbal(prompts_, i)]
     target, limit = rng.uniform(*seconds) * RATE, seconds[1] * RATE
     pieces, gaps, total = [], [], 0
@@ -548,6 +676,8 @@ def utterance(prompts_, rng, seconds=(2.0, 5.0), gap=(0.08, 0.3), verbal_only=Fa
         if pieces:
             gaps.append(pause / RATE)
         pieces.append(piece)
+        if used is not None:
+            used.append(int(i))
         total += pause + len(piece)
     return join(pieces, gaps)
 
@@ -606,20 +736,24 @@ def eval_utterances(groups=EVAL_GROUPS):
     return out
 
 
-def summary(loaded):
-    lines = ["| split | speaker | kind | language | source rate | prompts | seconds |", "|---|---|---|---|---|---|---|"]
+def summary(loaded, splits=("train", "valid", "eval")):
+    lines = ["| split | speaker | kind | language | source rate | prompts | seconds | median top (Hz) |",
+             "|---|---|---|---|---|---|---|---|"]
     totals = {}
-    for split in ("train", "valid", "eval"):
+    for split in splits:
         for s in speakers(split):
             p = loaded[s.name]
-            lines.append(f"| {split} | {s.name} | {s.kind} | {s.language} | {s.rate} | {len(p)} | {p.seconds():.1f} |")
-            t = totals.setdefault(split, {"recorded": 0.0, "tts": 0.0, "speakers": 0})
+            lines.append(f"| {split} | {s.name} | {s.kind} | {s.language} | {s.rate} | {len(p)} | {p.seconds():.1f} | "
+                         f"{np.median(p.tops):.0f} |")
+            t = totals.setdefault(split, {"recorded": 0.0, "tts": 0.0, "speakers": 0, "narrow": 0.0})
             t[s.kind] += p.seconds()
             t["speakers"] += 1
+            if s.kind == "recorded":
+                t["narrow"] += sum(b - a for (a, b), top in zip(p.bounds, p.tops) if top < 6000) / RATE
     lines.append("")
     for split, t in totals.items():
-        lines.append(f"{split}: {t['speakers']} speakers, {t['recorded'] / 60:.1f} min recorded + "
-                     f"{t['tts'] / 60:.1f} min TTS (after trimming)")
+        lines.append(f"{split}: {t['speakers']} speakers, {t['recorded'] / 60:.1f} min recorded ({t['narrow'] / 60:.1f} of it "
+                     f"with a top below 6 kHz) + {t['tts'] / 60:.1f} min TTS (after trimming)")
     return "\n".join(lines)
 
 
@@ -627,12 +761,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=["train", "valid", "eval"], default=None)
     args = parser.parse_args()
+    check_split()
     loaded = build_all(args.split)
-    if args.split is None:
-        print(summary(loaded))
-    else:
-        for name, p in loaded.items():
-            print(f"{name}: {len(p)} prompts, {p.seconds():.1f} s")
+    print(summary(loaded, (args.split,) if args.split else ("train", "valid", "eval")))
 
 
 if __name__ == "__main__":
