@@ -6,6 +6,19 @@
 // leaves 2M - 1 samples after it entered. M is rate / 375 (128 at 48 kHz: 255 samples, 5.3 ms);
 // N is the power of two >= 8M (1024).
 
+/// The analysis window's shape (the synthesis window follows from it): the frame is `frameHops`
+/// hops long (a power of two: 8 by default), and the rise over all but the last hop is a sine
+/// (sqrt-Hann) raised to `riseExponent` (1 by default; 2 is a Hann rise). For measurements of what
+/// frequency resolution is worth at the same delay (hear-features oracle); the plugin uses the default.
+public struct AnalysisShape: Sendable {
+    public var frameHops: Int
+    public var riseExponent: Double
+    public init(frameHops: Int = 8, riseExponent: Double = 1) {
+        self.frameHops = frameHops
+        self.riseExponent = riseExponent
+    }
+}
+
 struct FilterBank: ~Copyable {
     /// Samples per frame advance; also half the synthesis window (M).
     let hop: Int
@@ -42,10 +55,10 @@ struct FilterBank: ~Copyable {
     /// The hop (M) at `sampleRate`: 1/375 s, so latency 2M - 1 stays within 5.33 ms.
     static func hop(sampleRate: Double) -> Int { max(4, truncatedInt(sampleRate / 375)) }
 
-    init(sampleRate: Double, arena: inout Arena) {
+    init(sampleRate: Double, shape: AnalysisShape = AnalysisShape(), arena: inout Arena) {
         let m = Self.hop(sampleRate: sampleRate)
         hop = m
-        fft = RealFFT(size: 8 &* m)
+        fft = RealFFT(size: min(max(shape.frameHops, 2), 32) &* m)
         let n = fft.size
         frameLength = n
         bins = n / 2 &+ 1
@@ -55,7 +68,8 @@ struct FilterBank: ~Copyable {
         func hann(_ j: Int) -> Double { 0.5 - 0.5 * LibM.cos(Double.pi * Double(j) / Double(m)) }  // period 2M
         let rise = n &- m
         for i in upTo(rise) {
-            analysisWindow[i] = Float(LibM.sqrt(0.5 - 0.5 * LibM.cos(Double.pi * Double(i) / Double(rise))))
+            let sine = LibM.sqrt(0.5 - 0.5 * LibM.cos(Double.pi * Double(i) / Double(rise)))
+            analysisWindow[i] = Float(shape.riseExponent == 1 ? sine : LibM.pow(sine, shape.riseExponent))
         }
         for i in loop(from: rise, upTo: n) { analysisWindow[i] = Float(LibM.sqrt(hann(i &- (n &- 2 &* m)))) }
         for j in upTo(2 &* m) {

@@ -24,6 +24,8 @@ public enum SuppliedGains {
     case none
     case model(UnsafePointer<Float>)
     case mask(UnsafePointer<Float>)
+    /// Band gains (`SpeechBandLayout.count`) in place of the model's output.
+    case bands(UnsafePointer<Float>)
 }
 
 public struct NoiseSuppressor: ~Copyable {
@@ -95,19 +97,20 @@ public struct NoiseSuppressor: ~Copyable {
     public static func hop(sampleRate: Double) -> Int { FilterBank.hop(sampleRate: sampleRate) }
     public static func latency(sampleRate: Double) -> Int { 2 &* hop(sampleRate: sampleRate) &- 1 }
 
-    public init(sampleRate: Double, channels: Int, values: ParameterValues) {
+    /// `shape`: the analysis window's (measurements only; the plugin uses the default).
+    public init(sampleRate: Double, channels: Int, values: ParameterValues, shape: AnalysisShape = AnalysisShape()) {
         // The parts are built once against a measuring arena, which counts the bytes they take,
         // then for real in one allocation of exactly that size.
         var measuring = Arena.measuring()
-        do { _ = NoiseSuppressor(sampleRate: sampleRate, channels: channels, values: values, arena: &measuring) }
+        do { _ = NoiseSuppressor(sampleRate: sampleRate, channels: channels, values: values, shape: shape, arena: &measuring) }
         var arena = Arena.allocate(bytes: measuring.used)
-        self.init(sampleRate: sampleRate, channels: channels, values: values, arena: &arena)
+        self.init(sampleRate: sampleRate, channels: channels, values: values, shape: shape, arena: &arena)
     }
 
-    init(sampleRate: Double, channels: Int, values: ParameterValues, arena: inout Arena) {
+    init(sampleRate: Double, channels: Int, values: ParameterValues, shape: AnalysisShape, arena: inout Arena) {
         // Every part is built in a local and stored at the end: the initializer never reads a
         // half-built self (the optimizer once freed garbage here when it could).
-        let bank = FilterBank(sampleRate: sampleRate, arena: &arena)
+        let bank = FilterBank(sampleRate: sampleRate, shape: shape, arena: &arena)
         let m = bank.hop, n = bank.frameLength, bins = bank.bins
         let frameSeconds = Double(m) / sampleRate  // statistics run every frame
         let stats = StatisticsBins(sampleRate: sampleRate, frameLength: n, arena: &arena)
@@ -258,6 +261,10 @@ public struct NoiseSuppressor: ~Copyable {
         }
         if case .model(let supplied) = suppliedGains {
             for k in upTo(bins) { learnedGains.binGain[k] = supplied[k] }
+        }
+        if case .bands(let supplied) = suppliedGains {
+            for b in upTo(SpeechBandLayout.count) { learnedGains.bandGain[b] = supplied[b] }
+            learnedGains.bands.interpolate(learnedGains.bandGain, into: learnedGains.binGain)
         }
         if learnedMix > 0 {
             learnedGains.blend(into: appliedGain, estimator: spectralGain.binGain, floor: floorGain, strength: mix,
