@@ -1,7 +1,7 @@
 // hear-features: the learned model's training features, computed by the suppressor itself.
 //
 //   hear-features DIR...
-//   hear-features oracle [--place model|mask] [--floor DB] [--rate HZ] [NAME=VALUE...] CLEAN NOISE OUT
+//   hear-features oracle [--place model|mask] [--floor DB] [--rate HZ] [--frame-hops N] [--rise X] [NAME=VALUE...] CLEAN NOISE OUT
 //
 // For every clip DIR/NAME-clean.f32 + DIR/NAME-noise.f32 (raw little-endian float32, mono, equal
 // length, at the rate DIR/manifest.json names, 48 kHz without one; training/hear_training/data.py writes
@@ -82,15 +82,21 @@ func dump(clean: [Float], noise: [Float], rate: Double) -> [Float] {
 /// instances' powers of a frame give its Wiener gain S / (S + N) per bin (at least `floorDB`),
 /// which the mixture's instance applies to that same frame, in the model's place (`model`: blended
 /// with the estimator and gated, as the model's gains are) or as the whole mask (`mask`).
-func oracle(clean: [Float], noise: [Float], rate: Double, place: String, floorDB: Float, values: ParameterValues) -> [Float] {
-    var noisy = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
-    var speech = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
-    var alone = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
+func oracle(clean: [Float], noise: [Float], rate: Double, place: String, floorDB: Float, values: ParameterValues,
+            shape: AnalysisShape) -> [Float] {
+    var noisy = NoiseSuppressor(sampleRate: rate, channels: 1, values: values, shape: shape)
+    var speech = NoiseSuppressor(sampleRate: rate, channels: 1, values: values, shape: shape)
+    var alone = NoiseSuppressor(sampleRate: rate, channels: 1, values: values, shape: shape)
     let hop = noisy.hop, bins = noisy.bins
     let mask = UnsafeMutablePointer<Float>.allocate(capacity: bins)
     defer { mask.deallocate() }
     mask.initialize(repeating: 1, count: bins)
-    noisy.suppliedGains = place == "mask" ? .mask(UnsafePointer(mask)) : .model(UnsafePointer(mask))
+    let bandMask = UnsafeMutablePointer<Float>.allocate(capacity: bands)
+    defer { bandMask.deallocate() }
+    bandMask.initialize(repeating: 1, count: bands)
+    noisy.suppliedGains = place == "mask" ? .mask(UnsafePointer(mask)) : place == "bands" ? .bands(UnsafePointer(bandMask)) : .model(UnsafePointer(mask))
+    speech.recordsFeatures = place == "bands"
+    alone.recordsFeatures = place == "bands"
     let floor = Float(pow(10, Double(floorDB) / 20))
     var output = [Float](repeating: 0, count: clean.count)
     var a = [Float](repeating: 0, count: hop), b = a, c = a
@@ -109,6 +115,11 @@ func oracle(clean: [Float], noise: [Float], rate: Double, place: String, floorDB
             let s = speech.framePower[k], n = alone.framePower[k]
             mask[k] = max(s / max(s + n, 1e-30), floor)
         }
+        // The band target train.py derives: sqrt(S / (S + N)) from the band powers.
+        for b in 0..<bands {
+            let s = speech.bandPowers[b], n = alone.bandPowers[b]
+            bandMask[b] = max((s / max(s + n, 1e-30)).squareRoot(), floor)
+        }
         a.withUnsafeMutableBufferPointer { noisy.process($0.baseAddress!, nil, count: hop) }
         for i in 0..<count { output[start + i] = a[i] }
         start += hop
@@ -122,21 +133,28 @@ func fail(_ message: String, status: Int32 = 2) -> Never {
 }
 
 if CommandLine.arguments.dropFirst().first == "oracle" {
-    // hear-features oracle [--place model|mask] [--floor DB] [--rate HZ] [NAME=VALUE...] CLEAN NOISE OUT
+    // hear-features oracle [--place model|mask] [--floor DB] [--rate HZ] [--frame-hops N] [--rise X] [NAME=VALUE...] CLEAN NOISE OUT
     var arguments = Array(CommandLine.arguments.dropFirst(2))
     var place = "model", floorDB: Float = -20, rate = 48000.0
+    var shape = AnalysisShape()
     var values = ParameterValues()
     var files: [String] = []
-    let usage = "usage: hear-features oracle [--place model|mask] [--floor DB] [--rate HZ] [NAME=VALUE...] CLEAN.f32 NOISE.f32 OUT.f32"
+    let usage = "usage: hear-features oracle [--place model|mask] [--floor DB] [--rate HZ] [--frame-hops 8|16] [--rise EXPONENT] [NAME=VALUE...] CLEAN.f32 NOISE.f32 OUT.f32"
     while !arguments.isEmpty {
         let argument = arguments.removeFirst()
         switch argument {
-        case "--place", "--floor", "--rate":
+        case "--place", "--floor", "--rate", "--frame-hops", "--rise":
             guard let value = arguments.first else { fail(usage) }
             arguments.removeFirst()
             if argument == "--place" {
-                guard value == "model" || value == "mask" else { fail("--place: model or mask, not \(value)") }
+                guard ["model", "mask", "bands"].contains(value) else { fail("--place: model, mask or bands, not \(value)") }
                 place = value
+            } else if argument == "--frame-hops" {
+                guard let v = Int(value), [4, 8, 16, 32].contains(v) else { fail("--frame-hops: 4, 8, 16 or 32, not \(value)") }
+                shape.frameHops = v
+            } else if argument == "--rise" {
+                guard let v = Double(value), v > 0, v <= 8 else { fail("--rise: an exponent above 0 up to 8, not \(value)") }
+                shape.riseExponent = v
             } else if argument == "--floor" {
                 guard let v = Float(value), v <= 0 else { fail("--floor: a level in dB at most 0, not \(value)") }
                 floorDB = v
@@ -162,7 +180,7 @@ if CommandLine.arguments.dropFirst().first == "oracle" {
     do {
         let clean = try readFloats(files[0]), noise = try readFloats(files[1])
         guard clean.count == noise.count else { fail("\(files[0]) and \(files[1]) differ in length", status: 1) }
-        let output = oracle(clean: clean, noise: noise, rate: rate, place: place, floorDB: floorDB, values: values)
+        let output = oracle(clean: clean, noise: noise, rate: rate, place: place, floorDB: floorDB, values: values, shape: shape)
         try output.withUnsafeBufferPointer { Data(buffer: $0) }.write(to: URL(fileURLWithPath: files[2]))
     } catch {
         fail("hear-features oracle: \(error)", status: 1)

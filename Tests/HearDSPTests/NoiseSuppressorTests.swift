@@ -285,6 +285,45 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
         return best
     }
 
+    /// The analysis/synthesis filter bank alone: with every gain 1 (supplied as the whole mask, so
+    /// the transforms and the overlap-add run as with any mask), the output is the input delayed by
+    /// the latency, to float precision, at every rate, in blocks that do not line up with the hop.
+    @Test(arguments: [8000.0, 16000, 44100, 48000, 96000, 192000])
+    func filterBankReconstructsExactlyWithUnitGains(rate: Double) {
+        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: classicalValues())
+        let ones = UnsafeMutablePointer<Float>.allocate(capacity: suppressor.bins)
+        ones.initialize(repeating: 1, count: suppressor.bins)
+        defer { ones.deallocate() }
+        suppressor.suppliedGains = .mask(UnsafePointer(ones))
+        var maker = SignalMaker(seed: 17)
+        let count = Int(rate / 2)
+        let input = maker.white(count).map { 0.5 * $0 }
+        var output = input
+        output.withUnsafeMutableBufferPointer { buffer in
+            var done = 0
+            while done < count {
+                let block = min(97, count - done)
+                suppressor.process(buffer.baseAddress! + done, nil, count: block)
+                done += block
+            }
+        }
+        let latency = suppressor.latency
+        var worst: Float = 0
+        for i in latency..<count { worst = max(worst, abs(output[i] - input[i - latency])) }
+        #expect(worst < 2e-6, "largest reconstruction error \(worst) at \(rate) Hz (input peak 0.5)")
+    }
+
+    /// The parts take their buffers from one arena, sized by measuring them: every piece must lie in it.
+    @Test(arguments: [8000.0, 16000, 44100, 48000, 96000, 192000])
+    func everyPartLivesInTheOneArena(rate: Double) {
+        for channels in [1, 2] {
+            let suppressor = NoiseSuppressor(sampleRate: rate, channels: channels, values: ParameterValues())
+            let whole = suppressor.arenaIsWhole, bytes = suppressor.arenaBytes
+            #expect(whole, "a part took memory outside the arena at \(rate) Hz")
+            #expect(bytes > 4 * 4 * suppressor.frameLength, "arena of \(bytes) bytes at \(rate) Hz")
+        }
+    }
+
     @Test func disabledIsAPureDelay() {
         var values = classicalValues()
         values[.nsEnable] = 0

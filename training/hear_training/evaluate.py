@@ -289,7 +289,9 @@ def main():
     parser.add_argument("--only", default="", help="comma-separated method names to run (default: all)")
     parser.add_argument("--oracle", action="store_true",
                         help="also the oracle masks through hear's own suppressor (hear-features oracle): "
-                             "oracle-model (in the model's place) and oracle-mask (the whole mask)")
+                             "oracle-bands (the model's training target, in the model's place), oracle-model "
+                             "(the per-bin Wiener gain in the model's place), oracle-mask (the per-bin Wiener "
+                             "gain as the whole mask), and the analysis-window variants of oracle-mask")
     parser.add_argument("--features", default=os.path.join(root, ".build/release/hear-features"))
     parser.add_argument("--controls", default="", help="extra hear controls, e.g. ns.reduction=30,ns.sensitivity=60")
     parser.add_argument("--output", default=os.path.join(root, ".build/eval-results.md"))
@@ -318,8 +320,18 @@ def main():
     classical = methods.Hear(args.plugin, args.host, {**controls, "ns.mode": 0}, name="hear-classical")
     candidates = [hear, classical, methods.RNNoise(), methods.WebRTC(), methods.Speex(), methods.DeepFilterNet()]
     if args.oracle:
-        candidates += [methods.Oracle(args.features, "model", controls={**controls, "ns.mode": 1}),
-                       methods.Oracle(args.features, "mask", controls={**controls, "ns.mode": 1})]
+        oracle_controls = {**controls, "ns.mode": 1}
+        candidates += [methods.Oracle(args.features, "bands", controls=oracle_controls),
+                       methods.Oracle(args.features, "model", controls=oracle_controls),
+                       methods.Oracle(args.features, "mask", controls=oracle_controls)]
+        # What frequency resolution is worth at the same hop and latency: a frame of 16 hops (2048
+        # at 48 kHz) instead of 8, and a Hann rise instead of a sine rise (FilterBank.swift).
+        candidates += [methods.Oracle(args.features, "mask", controls=oracle_controls, frame_hops=16,
+                                      name="oracle-mask-16hops"),
+                       methods.Oracle(args.features, "mask", controls=oracle_controls, rise=2.0,
+                                      name="oracle-mask-hann-rise"),
+                       methods.Oracle(args.features, "mask", controls=oracle_controls, floor_db=-30,
+                                      name="oracle-mask-30dB")]
     if args.only:
         keep = set(args.only.split(","))
         candidates = [m for m in candidates if m.name in keep]

@@ -62,16 +62,18 @@ class Hear:
 class Oracle:
     """What a perfect estimate gives through hear's own suppressor: `hear-features oracle` runs it on
     the mixture with the true per-bin Wiener gain of every frame (from the clip's speech and noise,
-    floored at `floor_db`) in the model's place (`place="model"`: blended with the estimator and
-    gated like the model's gains) or as the whole mask (`place="mask"`). Needs the clean speech."""
+    floored at `floor_db`) in the model's place (`place="model"`: blended with the estimator like
+    the model's gains) or as the whole mask (`place="mask"`); or the model's training target, the
+    band gains sqrt(S / (S + N)), in the model's place (`place="bands"`). Needs the clean speech."""
 
     rate = 48000
     needs_clean = True
 
-    def __init__(self, features, place, floor_db=-20, controls=None):
+    def __init__(self, features, place, floor_db=-20, controls=None, frame_hops=8, rise=1.0, name=None):
         self.features, self.place, self.floor_db = features, place, floor_db
+        self.frame_hops, self.rise = frame_hops, rise
         self.controls = controls or {}
-        self.name = f"oracle-{place}"
+        self.name = name or f"oracle-{place}"
         self.seconds = 0.0
         self.samples = 0
         self.tmp = tempfile.mkdtemp(prefix="hear-oracle-")
@@ -83,7 +85,8 @@ class Oracle:
         clean.astype(np.float32).tofile(paths[0])
         (x - clean).astype(np.float32).tofile(paths[1])
         t = time.time()
-        subprocess.run([self.features, "oracle", "--place", self.place, "--floor", str(self.floor_db), "--rate", str(self.rate)]
+        subprocess.run([self.features, "oracle", "--place", self.place, "--floor", str(self.floor_db), "--rate", str(self.rate),
+                        "--frame-hops", str(self.frame_hops), "--rise", str(self.rise)]
                        + [f"{k}={v}" for k, v in self.controls.items()] + paths, check=True)
         self.seconds += time.time() - t
         self.samples += len(x)

@@ -38,13 +38,30 @@ public struct GainModel: ~Copyable {
     /// the gate pre-activations and the outputs.
     let input: Int, denseOut: Int, state1: Int, state2: Int, gatesInput: Int, gatesRecurrent: Int, output: Int
 
+    /// Whether `arena` is this model's own allocation (freed at its end) or a piece of its owner's.
+    let ownsArena: Bool
+
+    /// The blob compiled into the library.
+    static var compiledBlob: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: hear_model_data(), count: hear_model_size()) }
+
     /// The model compiled into the library.
     public init() {
-        self.init(blob: UnsafeRawBufferPointer(start: hear_model_data(), count: hear_model_size()))
+        self.init(blob: Self.compiledBlob)
     }
 
-    /// A model from an exported blob (see train.py's `export`).
+    /// A model from an exported blob (see train.py's `export`), in memory of its own.
     public init(blob: UnsafeRawBufferPointer) {
+        self.init(blob: blob, owned: true) { allocateBuffer($0, repeating: Float(0)) }
+    }
+
+    /// A model whose weights, state and scratch live in `allocate(count)` floats of its owner's
+    /// (zeroed; the noise suppressor's arena).
+    init(blob: UnsafeRawBufferPointer, allocate: (Int) -> UnsafeMutablePointer<Float>) {
+        self.init(blob: blob, owned: false, allocate: allocate)
+    }
+
+    private init(blob: UnsafeRawBufferPointer, owned: Bool, allocate: (Int) -> UnsafeMutablePointer<Float>) {
+        ownsArena = owned
         func word(_ i: Int) -> Int {
             guard blob.count >= Self.headerBytes else { return 0 }
             return Int(blob.loadUnaligned(fromByteOffset: 8 + 4 * i, as: UInt32.self).littleEndian)
@@ -85,7 +102,7 @@ public struct GainModel: ~Copyable {
         input = take(inputColumns); denseOut = take(d); state1 = take(h); state2 = take(h)
         gatesInput = take(3 &* h); gatesRecurrent = take(3 &* h); output = take(o)
         arenaCount = next
-        let weights = allocateBuffer(arenaCount, repeating: Float(0))
+        let weights = allocate(arenaCount)
         arena = weights
         guard valid, let base = blob.baseAddress else { return }
 
@@ -118,7 +135,7 @@ public struct GainModel: ~Copyable {
         read(into: o12, rows: 1, columns: o, rowStride: o)
     }
 
-    deinit { arena.deallocate() }
+    deinit { if ownsArena { arena.deallocate() } }
 
     /// Where the caller writes the `inputs` features before `step`.
     public var features: UnsafeMutablePointer<Float> { arena + input }

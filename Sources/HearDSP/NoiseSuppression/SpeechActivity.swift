@@ -28,7 +28,10 @@ public struct SpeechActivity: ~Copyable {
     let levelRatio: Float = 2.5
     let onsetRatio: Float = 4
     let voicedPeak: Float = 0.6
-    let voicedUpdates = 2
+    /// Updates in a row that must show the same pitch: those within 10.7 ms (a vowel holds its
+    /// pitch that long; steady noise's correlation rarely peaks at one lag twice over that span).
+    let voicedUpdates: Int
+    static let voicedSeconds = 0.0107
     static let holdSeconds = 0.3
     static let closeSeconds = 0.1
 
@@ -54,8 +57,8 @@ public struct SpeechActivity: ~Copyable {
 
     /// `frameLength`, `analysisWindow` and the statistics bins (see NoiseSuppressor.statsFirst) are
     /// the suppressor's; `updateSeconds` is the time between updates.
-    public init(sampleRate: Double, frameLength n: Int, analysisWindow: UnsafePointer<Float>, updateSeconds: Double,
-                statsFirst: UnsafePointer<Int>, statsBins: Int) {
+    init(sampleRate: Double, frameLength n: Int, analysisWindow: UnsafePointer<Float>, updateSeconds: Double,
+         statsFirst: UnsafePointer<Int>, statsBins: Int, arena: inout Arena) {
         let binWidth = sampleRate / Double(n)
         let bins = n / 2 &+ 1
         func bin(_ hz: Double) -> Int { max(1, min(bins &- 1, truncatedInt(hz / binWidth + 0.5))) }
@@ -72,13 +75,13 @@ public struct SpeechActivity: ~Copyable {
         // Long enough to hold the band: lag j of the correlation is j · n / size samples.
         fft = RealFFT(size: 2 &* voicingHigh &+ 2)
         let size = fft.size
-        real = allocateBuffer(size / 2 &+ 1, repeating: 0)
-        imaginary = allocateBuffer(size / 2 &+ 1, repeating: 0)
-        correlation = allocateBuffer(size, repeating: 0)
+        real = arena.floats(size / 2 &+ 1)
+        imaginary = arena.floats(size / 2 &+ 1)
+        correlation = arena.floats(size)
         let step = Double(n) / Double(size)
         lagFirst = max(1, truncatedInt(0.0025 * sampleRate / step) &+ 1)
         lagLast = max(lagFirst, size / 2 &- 1)
-        lagNormalization = allocateBuffer(size / 2 &+ 1, repeating: 0)
+        lagNormalization = arena.floats(size / 2 &+ 1)
         func windowCorrelation(_ lag: Int) -> Double {
             var sum = 0.0
             for i in upTo(n &- lag) { sum += Double(analysisWindow[i]) * Double(analysisWindow[i &+ lag]) }
@@ -92,24 +95,16 @@ public struct SpeechActivity: ~Copyable {
         // In statistics bins: the first whose spectrum bins start at or above each edge.
         let edgeHz: InlineArray<5, Double> = [300, 1000, 2000, 4000, 8000]
         bandCount = 4
-        bandEdges = allocateBuffer(5, repeating: 0)
+        bandEdges = arena.ints(5)
         for i in upTo(5) {
             let edge = bin(edgeHz[unchecked: i])
             bandEdges[i] = firstStatsBin { statsFirst[$0] >= edge }
         }
-        statsWidth = allocateBuffer(statsBins, repeating: 0)
+        statsWidth = arena.floats(statsBins)
         for j in upTo(statsBins) { statsWidth[j] = Float(statsFirst[j &+ 1] &- statsFirst[j]) }
         holdUpdates = max(1, truncatedInt(Self.holdSeconds / updateSeconds))
+        voicedUpdates = max(2, truncatedInt(Self.voicedSeconds / updateSeconds + 0.5))
         closeStep = Float(updateSeconds / Self.closeSeconds)
-    }
-
-    deinit {
-        real.deallocate()
-        imaginary.deallocate()
-        correlation.deallocate()
-        lagNormalization.deallocate()
-        bandEdges.deallocate()
-        statsWidth.deallocate()
     }
 
     @_noLocks public mutating func reset() {

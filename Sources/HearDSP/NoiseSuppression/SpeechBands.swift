@@ -29,7 +29,7 @@ public enum SpeechBandLayout {
 
 /// The band layout at one rate and transform length: per bin, the lower of its two bands and the
 /// weight of the upper one.
-struct SpeechBands: ~Copyable {
+struct SpeechBands {
     let bins: Int
     /// Per bin: the band at or below it (0...count-1) and the upper band's share (0...1); the upper
     /// band is `lower + 1`, except in the last band, where the share is 0.
@@ -38,17 +38,16 @@ struct SpeechBands: ~Copyable {
     /// Per band: 1 / the sum of its bins' weights (0 for a band without bins).
     let inverseWeight: UnsafeMutablePointer<Float>
 
-    init(sampleRate: Double, frameLength n: Int) {
-        // Built in locals and stored at the end: the initializer never reads a half-built self.
+    init(sampleRate: Double, frameLength n: Int, arena: inout Arena) {
         let bins = n / 2 &+ 1
         let count = SpeechBandLayout.count
-        let lower = allocateBuffer(bins, repeating: 0)
-        let upperShare = allocateBuffer(bins, repeating: Float(0))
-        let inverseWeight = allocateBuffer(count, repeating: Float(0))
+        self.bins = bins
+        lower = arena.ints(bins)
+        upperShare = arena.floats(bins)
+        inverseWeight = arena.floats(count)
         let binWidth = sampleRate / Double(n)
         var band = 0
-        let weights = allocateBuffer(count, repeating: 0.0)
-        defer { weights.deallocate() }
+        let weights = arena.take(count, 0.0)
         for k in upTo(bins) {
             let f = Double(k) * binWidth
             while band &+ 1 < count && SpeechBandLayout.centre(band &+ 1) <= f { band &+= 1 }
@@ -63,16 +62,6 @@ struct SpeechBands: ~Copyable {
             weights[band] += 1 - share
         }
         for b in upTo(count) where weights[b] > 0 { inverseWeight[b] = Float(1 / weights[b]) }
-        self.bins = bins
-        self.lower = lower
-        self.upperShare = upperShare
-        self.inverseWeight = inverseWeight
-    }
-
-    deinit {
-        lower.deallocate()
-        upperShare.deallocate()
-        inverseWeight.deallocate()
     }
 
     /// Mean of `values` (per bin) over each band's triangle, into `bands` (count). Bins must be
