@@ -22,9 +22,14 @@ import TestSupport
         out += process(&chain, Array(speech[28800...])).0
         #expect(out.allSatisfy { $0.isFinite && abs($0) <= 1 })
         #expect(chain.internalFaults > 0, "faults counted: \(chain.internalFaults)")
-        // Audio resumes: the last half second carries the speech again.
-        let tail = out[(out.count - 24000)...]
-        #expect(Signals.rms(tail) > 0.2 * Signals.rms(speech[(speech.count - 24000)...]), "rms \(Signals.rms(tail))")
+        // Audio resumes: the last half second carries what a chain that never faulted gives for it
+        // (how much of this synthetic source the suppressor keeps is its own matter, not the fault's).
+        var reference = Chain(sampleRate: rate, channels: 1)
+        let expected = process(&reference, speech).0
+        let tail = out[(out.count - 24000)...], expectedTail = expected[(expected.count - 24000)...]
+        print("after the fault, the last half second: rms \(Signals.rms(tail)) against \(Signals.rms(expectedTail)) without it")
+        #expect(Signals.rms(expectedTail) > 0.001)
+        #expect(Signals.rms(tail) > 0.5 * Signals.rms(expectedTail), "rms \(Signals.rms(tail)) against \(Signals.rms(expectedTail))")
         // Garbage at the input is not counted as the chain's own fault.
         var clean = Chain(sampleRate: rate, channels: 1)
         var dirty = Array(speech[..<9600])
