@@ -97,7 +97,7 @@ func oracle(clean: [Float], noise: [Float], rate: Double, place: String, floorDB
     noisy.suppliedGains = place == "mask" ? .mask(UnsafePointer(mask)) : place == "bands" ? .bands(UnsafePointer(bandMask)) : .model(UnsafePointer(mask))
     speech.recordsFeatures = place == "bands"
     alone.recordsFeatures = place == "bands"
-    let floor = Float(pow(10, Double(floorDB) / 20))
+    let floor = Float(Decibels.toGain(Double(floorDB)))
     var output = [Float](repeating: 0, count: clean.count)
     var a = [Float](repeating: 0, count: hop), b = a, c = a
     var start = 0

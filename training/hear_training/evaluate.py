@@ -52,13 +52,18 @@ def si_sdr(estimate, reference):
     return 10 * np.log10(max(np.dot(target, target), 1e-20) / max(np.dot(error, error), 1e-20))
 
 
+def through(method, x, clean):
+    """`x` through `method`; the oracle also gets the clean speech beside the mixture."""
+    return method.process(x, clean=clean) if getattr(method, "needs_clean", False) else method.process(x)
+
+
 def measure_delay(method, clips):
     """Lag (samples at the method's rate) that best aligns output with input on clean speech."""
     lags = []
     for clip in clips:
         x = resample(clip["clean"], corpus.RATE, method.rate)
         padded = np.concatenate([x, np.zeros(method.rate // 5)])
-        y = method.process(padded, clean=padded) if getattr(method, "needs_clean", False) else method.process(padded)
+        y = through(method, padded, padded)
         maximum = method.rate // 10
         n = len(x)
         corr = signal.fftconvolve(y[: n + maximum], x[::-1], mode="full")[n - 1:n - 1 + maximum]
@@ -78,11 +83,8 @@ def run(method, clips, clean_only):
     rows = []
     for clip in clips:
         x = resample(clip["noisy"], corpus.RATE, method.rate)
-        if getattr(method, "needs_clean", False):  # the oracle: the true speech beside the mixture
-            clean = resample(clip["clean"], corpus.RATE, method.rate)
-            y = align(method.process(np.concatenate([x, pad]), clean=np.concatenate([clean, pad])), lag, len(x))
-        else:
-            y = align(method.process(np.concatenate([x, pad])), lag, len(x))
+        clean = resample(clip["clean"], corpus.RATE, method.rate)
+        y = align(through(method, np.concatenate([x, pad]), np.concatenate([clean, pad])), lag, len(x))
         start = clip["start"] * method.rate // corpus.RATE
         reference = resample(clip["clean"], corpus.RATE, METRIC_RATE)[clip["start"] // 3:]
         output = resample(y[start:], method.rate, METRIC_RATE)[: len(reference)]
@@ -97,10 +99,8 @@ def run(method, clips, clean_only):
     distortion, talkers = [], []
     for clip in clean_only:
         x = resample(clip["clean"], corpus.RATE, method.rate)
-        if getattr(method, "needs_clean", False):
-            y = align(method.process(np.concatenate([x, pad]), clean=np.concatenate([x, pad])), lag, len(x))
-        else:
-            y = align(method.process(np.concatenate([x, pad])), lag, len(x))
+        padded = np.concatenate([x, pad])
+        y = align(through(method, padded, padded), lag, len(x))
         distortion.append(si_sdr(y, x))
         talkers.append(clip["talker"])
     return dict(rows=rows, distortion=distortion, talkers=talkers, lag=lag, delay_ms=1000 * lag / method.rate)
