@@ -41,9 +41,9 @@ install -D -m 0755 "$HEARCTL" "$root/usr/bin/hearctl"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root/usr/bin/hearctl"
 strip --strip-unneeded --remove-section=.comment "$root/usr/lib/ladspa/libhear.so"
 
-# The man page: generate-manual leaves blank lines in paragraphs, which mdoc warns about.
+# The man page: generate-manual's, with the exit status table as EXIT STATUS (manpage.sh).
 mkdir -p "$root/usr/share/man/man1"
-sed 's/^$/.Pp/' "$MANPAGE" | gzip -9n > "$root/usr/share/man/man1/hearctl.1.gz"
+"$(dirname "$0")/manpage.sh" "$MANPAGE" "$HEARCTL" | gzip -9n > "$root/usr/share/man/man1/hearctl.1.gz"
 
 mkdir -p "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" \
     "$root/usr/share/fish/vendor_completions.d"

@@ -40,21 +40,27 @@ public struct ConfiguredChain: Equatable, Sendable {
 }
 
 public enum DropIns {
-    /// Where PipeWire reads drop-ins, lowest precedence first: /usr/share/pipewire/pipewire.conf.d,
-    /// /etc/pipewire/pipewire.conf.d, then $XDG_CONFIG_HOME/pipewire/pipewire.conf.d (else
-    /// ~/.config/pipewire/pipewire.conf.d). PIPEWIRE_CONFIG_DIR replaces the last two, as in PipeWire.
+    /// Where PipeWire daemons read drop-ins, lowest precedence first: /usr/share/pipewire, /etc/pipewire,
+    /// then $XDG_CONFIG_HOME/pipewire (else ~/.config/pipewire), each with the `.conf.d` of every
+    /// configuration that can run a filter-chain. PIPEWIRE_CONFIG_DIR replaces the last two, as in PipeWire.
     public static func directories(environment: (String) -> String?) -> [String] {
+        var bases = ["/usr/share/pipewire"]
         if let explicit = environment("PIPEWIRE_CONFIG_DIR"), explicit.hasPrefix("/") {
-            return ["/usr/share/pipewire/pipewire.conf.d", SocketPath.trimmed(explicit) + "/pipewire.conf.d"]
+            bases.append(SocketPath.trimmed(explicit))
+        } else {
+            bases.append("/etc/pipewire")
+            if let config = environment("XDG_CONFIG_HOME"), config.hasPrefix("/") {
+                bases.append(SocketPath.trimmed(config) + "/pipewire")
+            } else if let home = environment("HOME"), home.hasPrefix("/") {
+                bases.append(SocketPath.trimmed(home) + "/.config/pipewire")
+            }
         }
-        var result = ["/usr/share/pipewire/pipewire.conf.d", "/etc/pipewire/pipewire.conf.d"]
-        if let config = environment("XDG_CONFIG_HOME"), config.hasPrefix("/") {
-            result.append(SocketPath.trimmed(config) + "/pipewire/pipewire.conf.d")
-        } else if let home = environment("HOME"), home.hasPrefix("/") {
-            result.append(SocketPath.trimmed(home) + "/.config/pipewire/pipewire.conf.d")
-        }
-        return result
+        return bases.flatMap { base in configurations.map { base + "/" + $0 + ".conf.d" } }
     }
+
+    /// The daemons whose drop-ins can hold a filter-chain: PipeWire itself, and a separate
+    /// `pipewire -c filter-chain.conf` (the way Debian 12's PipeWire documents filter-chains).
+    public static let configurations = ["pipewire", "filter-chain"]
 
     /// The hear chains one drop-in configures (none if it does not parse).
     public static func chains(in text: String, path: String) -> [ConfiguredChain] {

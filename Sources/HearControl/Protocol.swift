@@ -26,7 +26,9 @@
 // absent, means every instance in the process)
 //   ping                                   -> ok
 //   status                                 -> `instance` lines (InstanceStatus: id chain name label rate
-//                                             channels latency uptime state bypass, one field per
+//                                             channels latency block uptime state bypass (block: the
+//                                             frames of the host's last call, the quantum its graph
+//                                             runs now; 0 before the first), one field per
 //                                             meter of HearDSP/Meters.swift by its key (in.peak in.rms
 //                                             out.peak out.rms comp.gr limit.gr ns.floor ns.speech ...),
 //                                             faults),
@@ -54,14 +56,18 @@
 //   busy               the server already serves its maximum number of clients (or closes this
 //                      idle connection to serve a new one)
 //   denied             the peer runs as another user
-//   timeout            a request line was not completed within 5 s of its first byte; the
-//                      connection is then closed
+//   timeout            a request line was not completed within 5 s of its first byte, or no
+//                      request came for 10 s; the connection is then closed
 //   save-failed        `sync` could not write the settings (the message says why)
 //
 // Flow: requests may be pipelined; they are answered in order. While a client has 64 KB of replies
 //   unread the server reads no further requests from it (backpressure) and drops it if its replies
-//   do not drain within 10 s. After end of input (shutdown SHUT_WR) the replies owed are still
-//   sent. A connection silent for 10 s is closed.
+//   do not drain within 10 s. Clients are served in turns: per turn at most 32 requests and one
+//   `sync` of each, so one client's pipeline never holds up another's ping. After end of input
+//   (shutdown SHUT_WR) the replies owed are still sent; requests sent just before a close() are
+//   still applied. A connection silent for 10 s is told `error timeout` and closed. A line of
+//   `maximumLine` bytes or more is `error too-long` and the end of the connection, however it
+//   arrived.
 //
 // Who wins: the host's control ports and socket writes are last-writer-wins, per parameter. The
 //   audio thread notices a control port whose value changed since the last block, and a socket

@@ -131,6 +131,9 @@ public struct InstanceStatus: Equatable, Sendable {
     public var channels: Int
     /// Samples.
     public var latency: Int
+    /// Frames in the host's last call (the quantum its graph runs now); 0 before the first, or from a
+    /// server that does not report it.
+    public var block: Int
     /// Seconds since instantiate.
     public var uptime: Double
     public var bypassed: Bool
@@ -142,8 +145,9 @@ public struct InstanceStatus: Equatable, Sendable {
     public var faults: Int
 
     public init(id: Int, chain: Int, label: String, sampleRate: Int, channels: Int, latency: Int, uptime: Double,
-                bypassed: Bool, meters: MeterReadings = MeterReadings(), running: Bool = true, faults: Int = 0) {
+                bypassed: Bool, meters: MeterReadings = MeterReadings(), running: Bool = true, faults: Int = 0, block: Int = 0) {
         self.id = id
+        self.block = block
         self.chain = chain
         self.label = label
         self.sampleRate = sampleRate
@@ -162,7 +166,7 @@ public struct InstanceStatus: Equatable, Sendable {
         func level(_ value: Float) -> String { value.isFinite ? ParameterValue.format((value * 10).rounded() / 10) : (value < 0 ? "-inf" : "nan") }
         var fields: [(name: String, value: String)] = [
             ("id", String(id)), ("chain", String(chain)), ("name", chainName), ("label", label),
-            ("rate", String(sampleRate)), ("channels", String(channels)), ("latency", String(latency)),
+            ("rate", String(sampleRate)), ("channels", String(channels)), ("latency", String(latency)), ("block", String(block)),
             ("uptime", ParameterValue.format(Float((uptime * 10).rounded() / 10))), ("state", running ? "running" : "idle"),
             ("bypass", bypassed ? "on" : "off"),
         ]
@@ -192,6 +196,6 @@ public struct InstanceStatus: Equatable, Sendable {
         }
         self.init(id: id, chain: chain, label: label, sampleRate: rate, channels: channels, latency: latency, uptime: uptime,
                   bypassed: bypass == "on", meters: meters, running: state == "running",
-                  faults: record["faults"].flatMap { Int($0) } ?? 0)
+                  faults: record["faults"].flatMap { Int($0) } ?? 0, block: record["block"].flatMap { Int($0) } ?? 0)
     }
 }

@@ -2,11 +2,19 @@
 // per-user directory, so hearctl finds them all by listing it.
 
 public enum SocketPath {
-    /// `HEAR_RUNTIME_DIR` if set, else `$XDG_RUNTIME_DIR/hear`, else `/tmp/hear-<uid>`.
+    /// `HEAR_RUNTIME_DIR` if set, else `$XDG_RUNTIME_DIR/hear`, else `/tmp/hear-<uid>`. Relative
+    /// values are ignored, as the XDG base directory rules ask: they would name a different
+    /// directory for every working directory (the plugin's is PipeWire's, often `/`).
     public static func directory(environment: (String) -> String?, uid: UInt32) -> String {
-        if let explicit = environment("HEAR_RUNTIME_DIR"), !explicit.isEmpty { return trimmed(explicit) }
+        if let explicit = environment("HEAR_RUNTIME_DIR"), explicit.hasPrefix("/") { return trimmed(explicit) }
         if let runtime = environment("XDG_RUNTIME_DIR"), runtime.hasPrefix("/") { return trimmed(runtime) + "/hear" }
         return "/tmp/hear-\(uid)"
+    }
+
+    /// Why a set `HEAR_RUNTIME_DIR` is not used, for a warning; nil when it is used or unset.
+    public static func ignoredSetting(environment: (String) -> String?, uid: UInt32) -> String? {
+        guard let explicit = environment("HEAR_RUNTIME_DIR"), !explicit.isEmpty, !explicit.hasPrefix("/") else { return nil }
+        return "HEAR_RUNTIME_DIR=\(explicit) is not an absolute path; ignored, using \(directory(environment: environment, uid: uid))"
     }
 
     public static func socketName(pid: Int32) -> String { "hear-\(pid).sock" }

@@ -205,3 +205,42 @@ extension String {
         return String(scalars)
     }
 }
+
+/// What `hearctl set` is asked for one parameter: a value, or a step from the current value.
+public enum ValueChange: Equatable, Sendable {
+    case to(Float)
+    case by(Float)
+
+    /// The value a parameter now at `current` takes: a step ends at the edge of the schema's range
+    /// (as wpctl's volume steps stop at the limit) rather than failing.
+    public func applied(to current: Float, _ parameter: Parameter) -> Float {
+        switch self {
+        case .to(let value): return value
+        case .by(let step): return min(max(current + step, parameter.spec.minimum), parameter.spec.maximum)
+        }
+    }
+}
+
+extension ParameterValue {
+    /// `hearctl set`'s value syntax. A leading sign is a step from the current value ("+2", "-3dB",
+    /// as wpctl's relative volumes); "=" makes the value absolute, which is how a negative value
+    /// is written ("=-30dB"); anything else is a value as `parse` reads it. Switches take no steps.
+    public static func parseChange(_ text: String, for parameter: Parameter) -> Result<ValueChange, ProtocolError> {
+        let trimmed = text.trimmingSpaces
+        if trimmed.hasPrefix("=") { return parse(String(trimmed.dropFirst()), for: parameter).map(ValueChange.to) }
+        guard trimmed.hasPrefix("+") || trimmed.hasPrefix("-") else { return parse(trimmed, for: parameter).map(ValueChange.to) }
+        let spec = parameter.spec
+        if spec.scale == .toggle {
+            return .failure(ProtocolError(.badValue, "\(spec.key) is a switch and takes no step ('\(printable(trimmed))'): give its state"))
+        }
+        switch number(trimmed, for: parameter) {
+        case .failure(let error): return .failure(error)
+        case .success(let step):
+            let span = spec.maximum - spec.minimum
+            guard abs(step) <= span else {
+                return .failure(ProtocolError(.outOfRange, "a step of \(describe(step, for: parameter)) is more than \(spec.key)'s whole range (\(describe(spec.minimum, for: parameter)) to \(describe(spec.maximum, for: parameter))); for a negative value write =\(printable(trimmed))"))
+            }
+            return .success(.by(step))
+        }
+    }
+}

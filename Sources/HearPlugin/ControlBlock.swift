@@ -25,6 +25,8 @@ struct ControlBlock: ~Copyable {
     let chain = Atomic<Int>(-1)
     /// Frames processed since instantiate.
     let frames = Atomic<UInt64>(0)
+    /// The frame count of the last run() call: the quantum the host's graph runs now (0 before the first).
+    let block = Atomic<UInt64>(0)
 
     let meterRequest = Atomic<UInt64>(0)
     let meterAnswer = Atomic<UInt64>(0)

@@ -8,8 +8,17 @@
 //   - end of input (SHUT_WR) stops reading but the replies already owed still go out; a peer that
 //     has closed both ways (POLLHUP) is dropped at once; no event is left pending, so the loop
 //     never spins;
-//   - a client silent for `idleTimeout` is closed; with every slot taken, a newcomer evicts the
-//     client idle the longest (at least `evictAfter`), else it is told `error busy`.
+//   - each poll round answers at most `requestsPerTurn` requests of a client and at most one
+//     `sync` (a write and an fsync, milliseconds each): a client that pipelines thousands of
+//     set+sync pairs waits its turn like everyone else, and a ping from another client is
+//     answered within one round;
+//   - a request line of `Protocol.maximumLine` bytes or more is answered `error too-long` and the
+//     connection closed, however the line arrived (in one read or many);
+//   - a client silent for `idleTimeout` is told `error timeout` and closed; with every slot taken,
+//     a newcomer evicts the client idle the longest (at least `evictAfter`), else it is told
+//     `error busy`;
+//   - a peer that closed with our greeting unread (the kernel then reports an error on the
+//     socket, ECONNRESET) still has the requests it sent read and applied before it is dropped.
 
 import Glibc
 import HearControl
@@ -33,6 +42,9 @@ extension ControlServer {
         var lastRequest: Double
         /// The last progress in writing replies (or when replies started to wait).
         var lastWrite: Double
+        /// Requests answered in this poll round, and whether one of them was a `sync`.
+        var answeredThisTurn = 0
+        var syncedThisTurn = false
 
         init(fd: Int32, now: Double) {
             self.fd = fd
@@ -80,9 +92,11 @@ extension ControlServer {
                 Syscall.close(fd)
                 continue
             }
+            // The greeting goes out with the next round's writes, after what the client sent is read:
+            // a client that wrote a request and closed before we accepted it would make this send
+            // fail (EPIPE) and lose the request.
             var client = Client(fd: fd, now: now)
             client.queue(Greeting(pid: pid).line + "\n")
-            transmit(&client, now: now)
             clients.append(client)
         }
     }
@@ -102,14 +116,18 @@ extension ControlServer {
     /// One client's turn: read what it sent, answer complete requests while its replies drain,
     /// write, and apply the deadlines.
     func service(_ client: inout Client, revents: Int16, now: Double) {
-        if revents & Int16(POLLERR | POLLNVAL) != 0 { client.closed = true; return }
-        if revents & Int16(POLLIN | POLLHUP) != 0 && client.wantsInput { receive(&client, now: now) }
-        answerRequests(&client, now: now)
-        if revents & Int16(POLLHUP) != 0 {
-            // Closed both ways: nobody will read the replies (requests it sent are answered above, so a `set` still applies).
+        client.answeredThisTurn = 0
+        client.syncedThisTurn = false
+        if revents & Int16(POLLNVAL) != 0 { client.closed = true; return }
+        if revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 && client.wantsInput { receive(&client, now: now) }
+        if revents & Int16(POLLHUP | POLLERR) != 0 {
+            // Gone: nobody will read the replies, but every request it sent before closing is
+            // answered (so a `set` followed at once by close() still applies), whatever the turn's budget.
+            answerRequests(&client, now: now, unbounded: true)
             client.closed = true
             return
         }
+        answerRequests(&client, now: now)
         // Written, then more queued requests answered into the room that made, then written again.
         if client.pending > 0 { transmit(&client, now: now) }
         if !client.closed && client.hasCompleteRequest {
@@ -131,7 +149,10 @@ extension ControlServer {
         } else if client.readClosed && !client.hasCompleteRequest {
             client.closed = true
         } else if client.lineStarted == nil && !client.hasCompleteRequest && now - client.lastRequest > Self.idleTimeout {
-            client.closed = true
+            client.queue(ReplyLine.error(ProtocolError(.timeout, "no request for \(Int(Self.idleTimeout)) s; closing")).line + "\n")
+            client.closing = true
+            transmit(&client, now: now)
+            if client.pending == 0 { client.closed = true }
         }
     }
 
@@ -159,15 +180,26 @@ extension ControlServer {
         }
     }
 
-    /// Answers complete requests in order while the client's unread replies stay under the high-water mark.
-    func answerRequests(_ client: inout Client, now: Double) {
+    /// Answers complete requests in order while the client's unread replies stay under the
+    /// high-water mark and its turn lasts (`requestsPerTurn`, one `sync`), unless `unbounded`.
+    func answerRequests(_ client: inout Client, now: Double, unbounded: Bool = false) {
         var consumed = false
-        while !client.closing && client.pending < Self.outputHighWater, let newline = client.input.firstIndex(of: 0x0A) {
+        while !client.closing && (unbounded || client.pending < Self.outputHighWater), let newline = client.input.firstIndex(of: 0x0A) {
+            if !unbounded && client.answeredThisTurn >= Self.requestsPerTurn { break }
             let request = Request.parse(client.input[..<newline])
+            let isSync = if case .success(.sync) = request { true } else { false }
+            if !unbounded && isSync && client.syncedThisTurn { break }
             client.input.removeSubrange(...newline)
             client.lastRequest = now
+            client.answeredThisTurn += 1
+            if isSync { client.syncedThisTurn = true }
             consumed = true
             answer(request, to: &client, now: now)
+            if newline >= Protocol.maximumLine {
+                // Parse answered too-long: the connection ends however the line arrived.
+                client.input.removeAll()
+                client.closing = true
+            }
         }
         if client.closing { return }
         if client.input.isEmpty || client.hasCompleteRequest {

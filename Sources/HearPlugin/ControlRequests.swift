@@ -83,6 +83,7 @@ extension ControlServer {
             latency: entry.latency, uptime: now - entry.created,
             bypassed: entry.control.pointee.current(Parameter.bypass.rawValue) >= 0.5,
             meters: running ? entry.meters : MeterReadings(), running: running,
-            faults: Int(truncatingIfNeeded: entry.control.pointee.faults.load(ordering: .relaxed)))
+            faults: Int(truncatingIfNeeded: entry.control.pointee.faults.load(ordering: .relaxed)),
+            block: Int(truncatingIfNeeded: entry.control.pointee.block.load(ordering: .relaxed)))
     }
 }

@@ -25,6 +25,8 @@ final class ControlServer: @unchecked Sendable {
     static let outputHighWater = 1 << 16
     /// With every slot taken, a client idle this long may be evicted for a newcomer.
     static let evictAfter = 1.0
+    /// Requests of one client answered per poll round (at most one of them a `sync`).
+    static let requestsPerTurn = 32
     static let meterInterval = 0.1
     /// How long cleanup waits for the thread to finish (its last save included) before leaving it to end on its own.
     static let stopTimeout = 1.0
@@ -138,6 +140,7 @@ final class ControlServer: @unchecked Sendable {
     // MARK: the server thread
 
     private func serve() {
+        if let note = SocketPath.ignoredSetting(environment: Self.environment, uid: uid) { store.report(note) }
         while !stopping.load(ordering: .acquiring) {
             let now = Syscall.now()
             if listener == nil && now >= nextListenAttempt {

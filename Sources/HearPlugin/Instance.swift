@@ -117,6 +117,7 @@ struct Instance: ~Copyable {
         if stereo && (inRight == nil || outRight == nil) { return }
         chain.process(inLeft: inLeft, inRight: inRight, outLeft: outLeft, outRight: outRight, frames: frames)
         control.pointee.frames.wrappingAdd(UInt64(truncatingIfNeeded: frames), ordering: .relaxed)
+        control.pointee.block.store(UInt64(truncatingIfNeeded: frames), ordering: .relaxed)
         control.pointee.faults.store(chain.internalFaults, ordering: .relaxed)
         publishMeters()
     }

@@ -179,6 +179,9 @@ enum Discovery {
     static func connect(timeout: Double, required: Bool = true) throws -> [Connection] {
         let directory = self.directory
         let uid = getuid()
+        if let note = SocketPath.ignoredSetting(environment: environment, uid: uid) {
+            FileHandle.standardError.write(Data("hearctl: warning: \(Sanitize.text(note))\n".utf8))
+        }
         var names: [String] = []
         do {
             try Trust.checkClientDirectory(directory, uid: uid)
@@ -239,8 +242,8 @@ extension Discovery {
         CLIError("""
             no running hear filter found (no control socket in \(Sanitize.text(directory ?? self.directory))) and no \
             PipeWire drop-in that loads libhear.so in \(DropIns.directories(environment: environment).joined(separator: ", ")).
-            Start one: put a filter-chain drop-in that loads libhear.so into ~/.config/pipewire/pipewire.conf.d/ \
-            (see the README, "Set-up") and run `systemctl --user restart pipewire`.
+            Start one: `hearctl enable mic` (a clean microphone for calls) or `hearctl enable speaker` \
+            (clearer voices from the other side) writes the drop-in and restarts PipeWire; README, "Enable".
             """, code: ExitStatus.notRunning)
     }
 }

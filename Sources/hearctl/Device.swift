@@ -190,6 +190,17 @@ struct Devices {
         return (try? JSONDecoder().decode(Default.self, from: Data(value.utf8)))?.name
     }
 
+    /// The device a chain that follows the default uses, never a hear chain's own node: the
+    /// "default" metadata's device, else (apps are often told to use hear's microphone, which
+    /// makes it the system default) WirePlumber's next choice, the candidate of highest
+    /// priority.session (the lowest id among equals).
+    func effectiveDefault(_ chain: DropInChain) -> String? {
+        let candidates = candidates(chain)
+        if let name = defaultName(chain), candidates.contains(where: { $0.name == name }) { return name }
+        func priority(_ node: PipeWireGraph.Node) -> Int { Int(node.props["priority.session"] ?? "") ?? 0 }
+        return candidates.min { priority($0) > priority($1) || (priority($0) == priority($1) && $0.id < $1.id) }?.name
+    }
+
     /// The chain number the drop-in for `chain` configures: the user's file, else any configured
     /// chain of that kind (1 mic, 2 speaker).
     static func number(_ chain: DropInChain, dropIn: String?) -> Int {
@@ -294,12 +305,12 @@ extension Hearctl {
                     let linked = devices.graphChain(number)?.device?.id
                     for node in devices.candidates(kind) {
                         rows.append(Row(kind: kind.rawValue, id: node.id, name: node.name, mediaClass: node.mediaClass,
-                                        default: node.name == devices.defaultName(kind), linked: node.id == linked, chosen: node.name == chosen,
+                                        default: node.name == devices.effectiveDefault(kind), linked: node.id == linked, chosen: node.name == chosen,
                                         description: node.description, chain: node.id == linked || node.name == chosen ? number : nil))
                     }
                 }
                 if output.json {
-                    Output.json(Reply(devices: rows, defaults: .init(mic: devices.defaultName(.mic), speaker: devices.defaultName(.speaker))))
+                    Output.json(Reply(devices: rows, defaults: .init(mic: devices.effectiveDefault(.mic), speaker: devices.effectiveDefault(.speaker))))
                     return
                 }
                 var table = [["KIND", "ID", "NAME", "USE", "DESCRIPTION"]]
@@ -395,7 +406,7 @@ extension Hearctl {
                     print("chain \(Chains.describe(number)) \(chain == .mic ? "records from" : "plays to") \(Devices.describe(node))")
                 } else {
                     print("chain \(Chains.describe(number)) follows the default \(chain.deviceWord)"
-                          + (devices.defaultName(chain).map { " (now \($0))" } ?? ""))
+                          + (devices.effectiveDefault(chain).map { " (now \($0))" } ?? ""))
                 }
                 print(edited == text ? "\(path) already said so" : "saved in \(path)")
                 print(live)

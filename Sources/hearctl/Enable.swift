@@ -117,16 +117,32 @@ enum UserPipeWire {
         return (process.terminationStatus, String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
+    /// What a restart did: the lines to print, and whether PipeWire was restarted (else the
+    /// command that does it, for the user to run).
+    struct Outcome {
+        var lines: [String]
+        var restarted: Bool
+        var command: String? { restarted ? nil : UserPipeWire.manualCommand }
+    }
+
+    static let manualCommand = "systemctl --user restart pipewire pipewire-pulse wireplumber"
+
+    /// The outcome of not restarting, with why.
+    static func notRestarted(_ why: String) -> Outcome {
+        Outcome(lines: ["PipeWire was not restarted: \(why); restart PipeWire yourself (`\(manualCommand)`, or log out and back in): it reads drop-ins only when it starts."],
+                restarted: false)
+    }
+
     /// Restarts those of pipewire, pipewire-pulse and wireplumber that systemd runs for this user.
-    /// Returns the lines to print; throws only when a restart was tried and failed.
-    static func restart(because change: String) throws -> [String] {
-        let manual = "restart PipeWire yourself (or log out and back in): PipeWire reads drop-ins only when it starts"
+    /// Throws only when a restart was tried and failed.
+    static func restart(because change: String) throws -> Outcome {
+        let manual = "restart PipeWire yourself (`\(manualCommand)`, or log out and back in)"
         guard let show = run(["--user", "show", "--property=Id,LoadState,ActiveState"] + units) else {
-            return ["PipeWire was not restarted: systemctl is not installed here; \(manual)."]
+            return notRestarted("systemctl is not installed here")
         }
         guard show.status == 0 else {
             let reason = show.output.split(separator: "\n").first.map(String.init) ?? "exit status \(show.status)"
-            return ["PipeWire was not restarted: no systemd user manager here (systemctl --user: \(reason)); \(manual)."]
+            return notRestarted("no systemd user manager here (systemctl --user: \(reason))")
         }
         // One block of Key=Value lines per unit, separated by blank lines.
         var active: [String] = []
@@ -141,16 +157,17 @@ enum UserPipeWire {
             loaded.append(id)
             if fields["ActiveState"] == "active" || fields["ActiveState"] == "activating" { active.append(id) }
         }
-        guard !loaded.isEmpty else { return ["PipeWire was not restarted: systemd has no pipewire user unit here; \(manual)."] }
+        guard !loaded.isEmpty else { return notRestarted("systemd has no pipewire user unit here") }
         guard active.contains("pipewire.service") else {
-            return ["PipeWire does not run now (pipewire.service is inactive): it reads the change when it next starts."]
+            return Outcome(lines: ["PipeWire was not restarted: it does not run now (pipewire.service is inactive) and reads the change when it starts (`systemctl --user start pipewire`)."],
+                           restarted: false)
         }
         let command = ["systemctl", "--user", "restart"] + active
         guard let result = run(Array(command.dropFirst())) else { throw CLIError("\(change), but running systemctl failed; \(manual)") }
         guard result.status == 0 else {
             throw CLIError("\(change), but `\(command.joined(separator: " "))` failed (\(result.status)): \(result.output)")
         }
-        return ["restarted PipeWire: \(command.joined(separator: " "))"]
+        return Outcome(lines: ["restarted PipeWire: \(command.joined(separator: " "))"], restarted: true)
     }
 }
 
@@ -227,24 +244,27 @@ extension Hearctl {
                 throw CLIError("cannot write \(path): \(error.localizedDescription)")
             }
             var lines = ["wrote \(path) (plugin \(plugin))"]
-            if noRestart {
-                lines.append("PipeWire was not restarted (--no-restart): it loads the drop-in when it next starts (systemctl --user restart pipewire).")
-            } else {
-                lines += try UserPipeWire.restart(because: "wrote \(path)")
-            }
+            let outcome = noRestart
+                ? UserPipeWire.Outcome(lines: ["PipeWire was not restarted (--no-restart): it loads the drop-in when it next starts (`\(UserPipeWire.manualCommand)`)."], restarted: false)
+                : try UserPipeWire.restart(because: "wrote \(path)")
+            lines += outcome.lines
             lines.append("enabled \(chain.rawValue): \(chain.hint)")
-            report(path: path, changed: true, lines: lines, plugin: plugin)
+            report(path: path, changed: true, lines: lines, plugin: plugin, outcome: outcome)
         }
 
-        func report(path: String, changed: Bool, lines: [String], plugin: String? = nil) {
+        func report(path: String, changed: Bool, lines: [String], plugin: String? = nil, outcome: UserPipeWire.Outcome? = nil) {
             guard output.json else { return lines.forEach { print($0) } }
             struct Reply: Encodable {
                 let chain, dropIn: String
                 let changed: Bool
                 @Nullable var plugin: String?
+                /// Whether PipeWire was restarted (null: nothing changed, so no restart was needed).
+                @Nullable var restarted: Bool?
+                @Nullable var restartCommand: String?
                 let messages: [String]
             }
-            Output.json(Reply(chain: chain.rawValue, dropIn: path, changed: changed, plugin: plugin, messages: lines))
+            Output.json(Reply(chain: chain.rawValue, dropIn: path, changed: changed, plugin: plugin, restarted: outcome?.restarted,
+                              restartCommand: outcome?.command, messages: lines))
         }
     }
 
@@ -285,18 +305,24 @@ extension Hearctl {
                 let system = Installation.systemDropIns(chain).first.map { "; enabled for every user by \($0)" } ?? ""
                 lines.append("\(chain.rawValue) was not enabled (no \(directory)/\(chain.fileName))\(system)")
             }
+            var outcome: UserPipeWire.Outcome?
             if !present.isEmpty {
-                if noRestart {
-                    lines.append("PipeWire was not restarted (--no-restart): the chains go when it next starts (systemctl --user restart pipewire).")
-                } else {
-                    lines += try UserPipeWire.restart(because: "removed the drop-ins")
-                }
+                outcome = noRestart
+                    ? UserPipeWire.Outcome(lines: ["PipeWire was not restarted (--no-restart): the chains go when it next starts (`\(UserPipeWire.manualCommand)`)."], restarted: false)
+                    : try UserPipeWire.restart(because: "removed the drop-ins")
+                lines += outcome?.lines ?? []
             }
             let kept = KeptFiles.lines()
             guard output.json else { return (lines + kept).forEach { print($0) } }
-            struct Reply: Encodable { let removed, notEnabled, messages, kept: [String] }
+            struct Reply: Encodable {
+                let removed, notEnabled: [String]
+                /// Whether PipeWire was restarted (null: nothing was removed, so no restart was needed).
+                @Nullable var restarted: Bool?
+                @Nullable var restartCommand: String?
+                let messages, kept: [String]
+            }
             Output.json(Reply(removed: present.map { directory + "/" + $0.fileName }, notEnabled: absent.map(\.rawValue),
-                              messages: lines, kept: kept))
+                              restarted: outcome?.restarted, restartCommand: outcome?.command, messages: lines, kept: kept))
         }
     }
 }

@@ -154,7 +154,9 @@ extension Hearctl {
 
             let leftFit = Fitting.fit(leftAudiogram, rule: rule, maxGainDB: maxGain, sampleRate: rate)
             let rightFit = Fitting.fit(rightAudiogram, rule: rule, maxGainDB: maxGain, sampleRate: rate)
+            let before = values
             Fitting.apply(left: leftFit, right: rightFit, maxGainDB: maxGain, to: &values)
+            notices += Self.changesBeyondTheHearingStage(from: before, to: values, chain: ChainName.name(chainNumber))
             let measured = Delivery.measure(values, rate: rate)
             let ears = [
                 Self.ear("left", leftFit, measured.map(\.left), maxGain: maxGain),
@@ -205,6 +207,7 @@ extension Hearctl {
                 print("\(ear.name.capitalized) ear (\(rule == .nalR ? "NAL-R" : "half-gain rule")):")
                 print(FitPlot.table(ear))
                 print(FitPlot.bandSettings(ear))
+                if ear.fit.bandGainDB.contains(where: { $0 < 0 }) { print(FitPlot.negativeGainNote) }
                 print()
                 print(FitPlot.chart(ear, maxGain: maxGain))
                 print()
@@ -256,6 +259,17 @@ extension Hearctl {
             let prescribed = frequencies.map { Fitting.prescribedGain(fit.rule, fit.audiogram, at: $0) }
             return FittedEar(name: name, fit: fit, thresholds: frequencies.map { fit.audiogram.threshold(at: $0) },
                              prescribed: prescribed, targets: prescribed.map { min($0, maxGain) }, delivered: delivered)
+        }
+
+        /// What the fit changes outside the hearing stage (mb.*), in words: today the broadband
+        /// compressor, which it switches off (the hearing stage compresses per band) and with it the
+        /// compressor's makeup gain.
+        static func changesBeyondTheHearingStage(from before: ParameterValues, to after: ParameterValues, chain: String) -> [String] {
+            guard before[.compEnable] != 0 && after[.compEnable] == 0 else { return [] }
+            let makeup = before[.compMakeup]
+            let gain = makeup != 0 ? ", and with it its makeup gain of \(String(format: "%+.1f", makeup)) dB (sounds below its threshold get that much quieter)" : ""
+            return ["the fit also switches the broadband compressor off (comp.enable off: the hearing stage compresses per band)\(gain); "
+                + "`hearctl set --chain \(chain) comp.enable on` brings it back"]
         }
 
         /// What the fit sets: the hearing stage's parameters and the broadband compressor's switch.

@@ -22,12 +22,24 @@ enum FitPlot {
     static func table(_ ear: FittedEar) -> String {
         var rows = [["Hz", "THRESHOLD dB HL", "RULE dB", "TARGET dB", "DELIVERED dB", "NOTE"]]
         for index in Audiogram.frequencies.indices {
-            let capped = ear.prescribed[index] > ear.targets[index] ? "capped" : ""
+            var notes: [String] = []
+            if !measured(ear, Audiogram.frequencies[index]) { notes.append("interpolated") }
+            if ear.prescribed[index] > ear.targets[index] { notes.append("capped") }
             rows.append([hertz(Audiogram.frequencies[index]), decibels(ear.thresholds[index]),
-                         decibels(ear.prescribed[index]), decibels(ear.targets[index]), decibels(ear.delivered[index]), capped])
+                         decibels(ear.prescribed[index]), decibels(ear.targets[index]), decibels(ear.delivered[index]),
+                         notes.joined(separator: ", ")])
         }
         return Output.table(rows)
     }
+
+    /// Whether the audiogram gave this frequency (else its threshold is interpolated).
+    static func measured(_ ear: FittedEar, _ frequency: Double) -> Bool {
+        ear.fit.audiogram.points.contains { $0.frequency == frequency }
+    }
+
+    /// Why a band may be set below 0 dB although the fit never turns a frequency down.
+    static let negativeGainNote = "a band below 0 dB does not turn those sounds down: the bands overlap, and it offsets "
+        + "the gain its neighbours spill into it (DELIVERED is what you get)"
 
     /// The settings the fit gives the six bands: gain below the kneepoint and ratio above it.
     static func bandSettings(_ ear: FittedEar) -> String {
@@ -171,10 +183,17 @@ enum FitPlot {
             let hearing = axes(y0: margin, first: levels.top, last: levels.bottom,
                                label: "\(ear.name.capitalized) ear: audiogram (dB HL, \(mark(ear)))")
             out += polyline(ear.thresholds.map { $0 }, hearing, "stroke=\"\(color)\" stroke-width=\"1.5\"")
+            // Measured points as the clinic draws them; interpolated ones small and grey, so a
+            // reader never takes them for measurements.
             for (f, t) in zip(Audiogram.frequencies, ear.thresholds) where f >= 250 {
+                let given = measured(ear, f)
+                let ink = given ? color : "#999"
                 out += ear.name == "left"
-                    ? "<text x=\"\(number(x(f)))\" y=\"\(number(hearing(t) + 5))\" text-anchor=\"middle\" fill=\"\(color)\" font-size=\"15\">×</text>\n"
-                    : "<circle cx=\"\(number(x(f)))\" cy=\"\(number(hearing(t)))\" r=\"5\" fill=\"white\" stroke=\"\(color)\" stroke-width=\"1.5\"/>\n"
+                    ? "<text x=\"\(number(x(f)))\" y=\"\(number(hearing(t) + (given ? 5 : 4)))\" text-anchor=\"middle\" fill=\"\(ink)\" font-size=\"\(given ? 15 : 11)\" class=\"\(given ? "measured" : "interpolated")\">×</text>\n"
+                    : "<circle cx=\"\(number(x(f)))\" cy=\"\(number(hearing(t)))\" r=\"\(given ? 5 : 3)\" fill=\"white\" stroke=\"\(ink)\" stroke-width=\"1.5\" class=\"\(given ? "measured" : "interpolated")\"/>\n"
+            }
+            if Audiogram.frequencies.contains(where: { $0 >= 250 && !measured(ear, $0) }) {
+                out += "<text x=\"\(number(x0 + panelWidth))\" y=\"\(number(margin - 10))\" text-anchor=\"end\" fill=\"#999\">small grey marks: interpolated, not measured</text>\n"
             }
             let gainTop = top(ear, maxGain: maxGain)
             let gainY0 = margin + panelHeight + between

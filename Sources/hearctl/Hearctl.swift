@@ -28,17 +28,19 @@ struct Hearctl: ParsableCommand {
             Examples:
               hearctl status
               hearctl set --chain mic gain 6
-              hearctl set --chain speaker eq.peak2.freq 2.5kHz comp.threshold -30dB
+              hearctl set --chain speaker eq.peak2.freq 2.5kHz comp.threshold =-30dB
               hearctl preset load voice-call --chain mic
               hearctl meter
               hearctl tune --chain mic
               hearctl fit --left 250:20,500:25,1000:35,2000:50,4000:60 \\
                           --right 250:15,500:20,1000:30,2000:45,4000:55
             """,
-        version: "hearctl 0.1.0 (protocol \(Protocol.tag))",
-        subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Reset.self, PresetCommand.self, Meter.self, Tune.self, Fit.self,
-                      Device.self, Enable.self, Disable.self]
+        version: "hearctl \(versionNumber) (protocol \(Protocol.tag))",
+        subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Toggle.self, Reset.self, PresetCommand.self, Meter.self,
+                      Tune.self, Fit.self, Device.self, Enable.self, Disable.self, Version.self]
     )
+
+    static let versionNumber = "0.1.0"
 }
 
 /// --chain and --timeout: for reading commands the chain is optional (every chain by default).
@@ -96,6 +98,7 @@ extension Hearctl {
             var graph = PipeWireGraph.snapshot()
             graph.only = self.target.number
             let chains = try Chains(target)
+            graph.runningBlocks = chains.statuses.filter { $0.status.running && $0.status.block > 0 }.map(\.status.block)
             let graphChains = graph.chains.map(\.number)
             let shown = Array(Swift.Set(chains.known + graphChains)).sorted().filter { target.number == nil || $0 == target.number }
             if shown.isEmpty {
@@ -107,7 +110,8 @@ extension Hearctl {
             // A chain without an instance: PipeWire's node state when it shows one, else suspended.
             let idle = shown.filter { !chains.isRunning($0) }.map { number -> (chain: Int, state: String, label: String) in
                 let node = graph.chains.first { $0.number == number }
-                let state = node?.state ?? "suspended"
+                // Without PipeWire a chain is only a drop-in, not something PipeWire put to sleep.
+                let state = node?.state ?? (graph.running ? "suspended" : "configured")
                 return (number, state == "?" ? "suspended" : state, chains.configured[number]?.label ?? "-")
             }
             if output.json {
@@ -210,6 +214,8 @@ extension Hearctl {
         @OptionGroup var target: ChainOption
         @OptionGroup var output: JSONOption
 
+        mutating func validate() throws { _ = try parameters.map { try Input.parameter($0) } }
+
         func run() throws {
             let keys = try parameters.map { try Input.parameter($0) }
             let known = try Chains(target)
@@ -241,18 +247,20 @@ extension Hearctl {
             abstract: "Set parameters on a chain: PARAM VALUE [PARAM VALUE ...].",
             discussion: """
                 Values may carry a unit of the parameter's kind: dB for levels, Hz, kHz or k for \
-                frequencies, ms or s for times, % and N:1; switches take on/off. All pairs are checked \
-                before anything changes. With more than one chain, name it with --chain. A suspended \
-                chain keeps the values and takes them when it starts. Settings are saved within 1 s; with \
-                --sync hearctl returns only once they are on disk. Examples:
+                frequencies, ms or s for times, % and N:1; switches take on/off. A leading + or - \
+                is a step from the current value, as in wpctl (gain +2, gain -3dB; a step stops at the \
+                end of the range); write a negative value with = (comp.threshold =-30dB). All pairs are \
+                checked before anything changes. With more than one chain, name it with --chain. A \
+                suspended chain keeps the values and takes them when it starts. Settings are saved \
+                within 1 s; with --sync hearctl returns only once they are on disk. Examples:
                   hearctl set gain 6
-                  hearctl set --chain mic gain 6dB
+                  hearctl set --chain mic gain +2
                   hearctl set --chain speaker eq.peak3.freq 4k comp.attack 0.005s
-                  hearctl set comp.ratio 3 comp.threshold -30
+                  hearctl set comp.ratio 3 comp.threshold =-30dB
                   hearctl set --sync gain 6
                 """)
 
-        @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Parameter and value pairs.", valueName: "param value"),
+        @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Parameter and value pairs (+N/-N: a step; =-N: a negative value).", valueName: "param value"),
                   completion: Complete.setPairs)
         var pairs: [String] = []
         @OptionGroup var target: ChangeOption
@@ -285,27 +293,34 @@ extension Hearctl {
             if pairs.isEmpty { throw ValidationError("missing PARAM VALUE pairs, e.g. `hearctl set gain 6`") }
             if pairs.count % 2 != 0 { throw ValidationError("'\(pairs.last!)' has no value: give PARAM VALUE pairs") }
             // Keys, values and units are checked here, so a bad one is a usage error and nothing is sent.
-            _ = try assignments()
+            _ = try changes()
         }
 
-        func assignments() throws -> [Assignment] {
-            var assignments: [Assignment] = []
+        /// Each parameter once (the last pair naming it wins), in the order given.
+        func changes() throws -> [(parameter: Parameter, change: ValueChange)] {
+            var changes: [(parameter: Parameter, change: ValueChange)] = []
             for index in stride(from: 0, to: pairs.count, by: 2) {
                 let parameter = try Input.parameter(pairs[index])
-                let value = try Input.value(pairs[index + 1], for: parameter)
-                assignments.removeAll { $0.parameter == parameter }
-                assignments.append(Assignment(parameter, value))
+                let change = try Input.change(pairs[index + 1], for: parameter)
+                changes.removeAll { $0.parameter == parameter }
+                changes.append((parameter, change))
             }
-            return assignments
+            return changes
         }
 
         func run() throws {
-            let assignments = try assignments()
+            let changes = try changes()
             let chains = try Chains(timeout: target.timeout)
             let chain = try chains.changing(target.number, verb: "set")
-            var changes: SettingsFile.Changes = [:]
-            for assignment in assignments { changes[assignment.parameter] = .some(assignment.value) }
-            let result = try chains.change(chain, request: .set(chain: chain, assignments: assignments), saving: changes,
+            // Steps start from the chain's values now (its instances', or what a suspended chain starts with).
+            let stepped = changes.filter { if case .by = $0.change { true } else { false } }.map(\.parameter)
+            let current = stepped.isEmpty ? [] : try chains.values(chain, stepped)
+            let assignments = changes.map { item in
+                Assignment(item.parameter, item.change.applied(to: current.first { $0.0 == item.parameter }?.1 ?? 0, item.parameter))
+            }
+            var saving: SettingsFile.Changes = [:]
+            for assignment in assignments { saving[assignment.parameter] = .some(assignment.value) }
+            let result = try chains.change(chain, request: .set(chain: chain, assignments: assignments), saving: saving,
                                            show: assignments.map(\.parameter))
             if sync && result.state == "running" { try chains.sync(chain) }
             Output.change(result, json: output.json)
@@ -314,22 +329,59 @@ extension Hearctl {
 
     struct Bypass: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Pass audio through unprocessed (on) or process it again (off); click-free.",
-            discussion: "With more than one chain, name it with --chain.")
+            abstract: "Pass audio through unprocessed (on) or process it again (off), or switch (toggle); click-free.",
+            discussion: """
+                With more than one chain, name it with --chain. `toggle` (also the verb `hearctl toggle`) \
+                switches to the other state and prints the new one: bind it to a desktop hotkey.
+                """)
 
-        enum State: String, ExpressibleByArgument, CaseIterable { case on, off }
+        enum State: String, ExpressibleByArgument, CaseIterable { case on, off, toggle }
 
-        @Argument(help: "on: pass audio through; off: process it.") var state: State
+        @Argument(help: "on: pass audio through; off: process it; toggle: the other of the two.") var state: State
         @OptionGroup var target: ChangeOption
         @OptionGroup var output: JSONOption
 
-        func run() throws {
+        func run() throws { try Self.change(to: state, target: target, json: output.json) }
+
+        static func change(to state: State, target: ChangeOption, json: Bool) throws {
             let chains = try Chains(timeout: target.timeout)
             let chain = try chains.changing(target.number, verb: "bypass")
-            let value: Float = state == .on ? 1 : 0
+            let on: Bool
+            switch state {
+            case .on: on = true
+            case .off: on = false
+            case .toggle: on = (try chains.values(chain, [.bypass]).first?.1 ?? 0) < 0.5
+            }
+            let value: Float = on ? 1 : 0
             let result = try chains.change(chain, request: .set(chain: chain, assignments: [Assignment(.bypass, value)]),
                                            saving: [.bypass: .some(value)], show: [.bypass])
-            Output.change(result, json: output.json)
+            Output.change(result, json: json, summary: state == .toggle ? (on ? "bypassed: audio passes through unprocessed" : "processing (bypass off)") : nil)
+        }
+    }
+
+    struct Toggle: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Switch bypass on or off (the same as `bypass toggle`) and print the new state.",
+            discussion: "With more than one chain, name it with --chain. Example: hearctl toggle --chain mic")
+
+        @OptionGroup var target: ChangeOption
+        @OptionGroup var output: JSONOption
+
+        func run() throws { try Bypass.change(to: .toggle, target: target, json: output.json) }
+    }
+
+    struct Version: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print hearctl's version and the control protocol it speaks (as --version).")
+
+        @OptionGroup var output: JSONOption
+
+        func run() throws {
+            if output.json {
+                struct Reply: Encodable { let version: String; let `protocol`: String }
+                Output.json(Reply(version: Hearctl.versionNumber, protocol: Protocol.tag))
+            } else {
+                print(Hearctl.configuration.version)
+            }
         }
     }
 
@@ -375,6 +427,13 @@ enum Input {
     static func value(_ text: String, for parameter: Parameter) throws -> Float {
         switch ParameterValue.parse(text, for: parameter) {
         case .success(let value): return value
+        case .failure(let error): throw ValidationError(error.message + "; nothing was changed")
+        }
+    }
+
+    static func change(_ text: String, for parameter: Parameter) throws -> ValueChange {
+        switch ParameterValue.parseChange(text, for: parameter) {
+        case .success(let change): return change
         case .failure(let error): throw ValidationError(error.message + "; nothing was changed")
         }
     }

@@ -92,6 +92,8 @@ enum Output {
         let channels: Int
         let latency: Int
         @Nullable var latencyMilliseconds: Double?
+        /// Frames per call of the host (the quantum the graph runs now); null before the first call.
+        @Nullable var block: Int?
         @Nullable var uptime: Double?
         let running: Bool
         let bypass: Bool
@@ -108,6 +110,7 @@ enum Output {
             channels = status.channels
             latency = status.latency
             latencyMilliseconds = Double(status.latency) * 1000 / Double(max(status.sampleRate, 1))
+            block = status.block > 0 ? status.block : nil
             uptime = status.uptime
             running = status.running
             bypass = status.bypassed
@@ -192,16 +195,16 @@ enum Output {
 
     /// Instances (and chains without one: `idle`), then the meters of the running ones.
     static func statusTable(_ statuses: [(pid: Int32, status: InstanceStatus)], idle: [(chain: Int, state: String, label: String)] = []) -> String {
-        var rows = [["CHAIN", "STATE", "LABEL", "RATE", "LATENCY", "UPTIME", "BYPASS"]]
+        var rows = [["CHAIN", "STATE", "LABEL", "RATE", "LATENCY", "BLOCK", "UPTIME", "BYPASS"]]
         var entries: [(chain: Int, row: [String])] = []
         for (_, status) in statuses {
             entries.append((status.chain, [
                 Chains.describe(status.chain), status.running ? "running" : "idle", status.label, "\(status.sampleRate) Hz",
                 String(format: "%.1f ms", Double(status.latency) * 1000 / Double(max(status.sampleRate, 1))),
-                duration(status.uptime), status.bypassed ? "on" : "off",
+                status.block > 0 ? "\(status.block)" : "-", duration(status.uptime), status.bypassed ? "on" : "off",
             ]))
         }
-        for chain in idle { entries.append((chain.chain, [Chains.describe(chain.chain), chain.state, chain.label, "-", "-", "-", "-"])) }
+        for chain in idle { entries.append((chain.chain, [Chains.describe(chain.chain), chain.state, chain.label, "-", "-", "-", "-", "-"])) }
         rows += entries.sorted { $0.chain < $1.chain }.map(\.row)
         var text = table(rows)
         let running = statuses.filter(\.status.running)

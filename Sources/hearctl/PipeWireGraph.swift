@@ -48,6 +48,9 @@ struct PipeWireGraph {
     var defaults: [String: String] = [:]
     /// Show only this chain (hearctl status --chain).
     var only: Int?
+    /// The block sizes the chains' running instances were last called with (hearctl fills them in
+    /// from the control sockets): the quantum the driver runs now.
+    var runningBlocks: [Int] = []
 
     var running: Bool { server != nil }
 
@@ -134,11 +137,25 @@ struct PipeWireGraph {
     // MARK: Output
 
     var summary: String {
-        guard let server else { return "PipeWire: not running here (\(error ?? "no daemon"))" }
+        guard let server else {
+            return "PipeWire is not running: configured chains start with it (systemctl --user start pipewire)."
+                + (error.map { " (hearctl could not reach it: \($0))" } ?? "")
+        }
         var text = "PipeWire \(server) (library \(library))"
         if let rate { text += ": graph \(rate) Hz" + (forced("clock.force-rate") != nil ? " (forced)" : "") }
-        if let quantum { text += ", quantum \(quantum)" + (forced("clock.force-quantum") != nil ? " (forced)" : "") }
-        if let rate, let quantum { text += String(format: " (%.1f ms)", Double(quantum) * 1000 / Double(rate)) }
+        // The quantum the driver runs now is what the chains' instances are called with; the
+        // settings only say what was configured (a client asking for more latency raises it).
+        let now = Array(Set(runningBlocks)).sorted()
+        func milliseconds(_ frames: Int, _ rate: Int?) -> String {
+            rate.map { String(format: " (%.1f ms)", Double(frames) * 1000 / Double($0)) } ?? ""
+        }
+        let configured = quantum.map { "\($0)" + (forced("clock.force-quantum") != nil ? " (forced)" : "") }
+        if !now.isEmpty {
+            text += ", quantum \(now.map(String.init).joined(separator: "/")) now" + milliseconds(now[0], rate)
+            if let quantum, now != [quantum] { text += ", configured \(configured ?? "")" }
+        } else if let quantum {
+            text += ", quantum \(configured ?? "") configured" + milliseconds(quantum, rate)
+        }
         return text
     }
 
@@ -175,12 +192,16 @@ struct PipeWireGraph {
         let version: String?
         let error: String?
         let rate: Int?
+        /// The configured quantum (the "settings" metadata).
         let quantum: Int?
+        /// The quantum the driver runs now, as the chains' running instances see it (null: none runs).
+        let quantumNow: Int?
         let chains: [Chain]
     }
 
     var jsonSummary: Summary {
         Summary(running: running, library: library, version: server, error: server == nil ? error : nil, rate: rate, quantum: quantum,
+                quantumNow: runningBlocks.max(),
                 chains: chains.map { chain in
                     let device = chain.device?.name
                     return Summary.Chain(chain: chain.number, name: ChainName.name(chain.number), node: chain.node.name, nodeID: chain.node.id,

@@ -4,6 +4,7 @@
 
 import ArgumentParser
 import Foundation
+import Glibc
 import HearCLI
 import HearControl
 import HearDSP
@@ -18,8 +19,27 @@ enum PresetStore {
         return names.filter { $0.hasSuffix(".conf") }.map { String($0.dropLast(5)) }.filter(Preset.isValidName).sorted()
     }
 
+    /// A preset is a few hundred bytes; anything far larger is not one (and is not read into memory).
+    static let maximumBytes = 64 << 10
+
+    /// The user's preset `name`, or nil when there is none. One that exists but cannot be used is an
+    /// error, never a silent fall-back to the built-in preset of that name.
     static func user(_ name: String) throws -> Settings? {
-        guard let path = path(name), let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        guard let path = path(name) else { return nil }
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            let code = errno
+            var link = stat()
+            if code == ENOENT && lstat(path, &link) != 0 { return nil }
+            throw CLIError("cannot read preset \(path): \(String(cString: strerror(code)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw CLIError("preset \(path) is not a regular file") }
+        guard info.st_size <= maximumBytes, let data = FileManager.default.contents(atPath: path), data.count <= maximumBytes else {
+            throw CLIError("preset \(path) is \(info.st_size) bytes; a preset is at most \(maximumBytes / 1024) KiB (hearctl preset save writes a few hundred bytes)")
+        }
+        // Bytes that are not UTF-8 (a comment written in another encoding) read as U+FFFD:
+        // harmless in a comment, and an error naming the line in a value.
+        let text = String(decoding: data, as: UTF8.self)
         switch Settings.parse(text) {
         case .success(let settings): return settings
         case .failure(let error): throw CLIError("preset \(path) is invalid: \(error.message)")

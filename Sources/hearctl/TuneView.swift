@@ -320,7 +320,8 @@ struct TuneView {
 
     /// The whole screen for a terminal `width` x `height`: title, the selected control's detail,
     /// the sliders, the meters, the message (or the name prompt) and the keys. What does not fit
-    /// goes, blank lines and meters first; the keys line stays at the bottom.
+    /// goes: blank lines first, then the detail's wrapped lines (cut to one), then meters; the keys
+    /// line stays at the bottom.
     func render(width: Int, height: Int, title: String, meters: [String]) -> Frame {
         guard width >= 30 && height >= 5 else {
             return Frame(lines: [Self.fit("terminal too small: \(width)x\(height)", width), Self.fit("q quits", width)], highlight: nil)
@@ -340,12 +341,14 @@ struct TuneView {
             bottom = message
         }
         // Sections in the order they give way when rows run short.
-        var top = [title, detail]
+        // The detail (range, step, help) wraps rather than being cut at the terminal's edge.
+        var top = [title] + Self.wrap(detail, width)
         var gapAfterTop = true, gapAfterControls = true
         var meterLines = meters
         func total() -> Int { top.count + (gapAfterTop ? 1 : 0) + rows.count + (gapAfterControls ? 1 : 0) + meterLines.count + 2 }
         if total() > height { gapAfterTop = false }
         if total() > height { gapAfterControls = false }
+        if total() > height && top.count > 2 { top = [title, Self.fit(detail, width)] }
         while total() > height && !meterLines.isEmpty { meterLines.removeLast() }
         if total() > height { top = [title] }
         var lines = top + (gapAfterTop ? [""] : [])
@@ -364,6 +367,25 @@ struct TuneView {
         while lines.count < height - 2 { lines.append("") }
         lines += [bottom, Self.keysLine]
         return Frame(lines: lines.map { Self.fit($0, width) }, highlight: highlight)
+    }
+
+    /// `text` in lines of at most `width` columns, broken between words (a word longer than a
+    /// line is cut by `fit`).
+    static func wrap(_ text: String, _ width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if line.isEmpty {
+                line = String(word)
+            } else if line.count + 1 + word.count <= width {
+                line += " " + word
+            } else {
+                lines.append(line)
+                line = String(word)
+            }
+        }
+        if !line.isEmpty || lines.isEmpty { lines.append(line) }
+        return lines
     }
 
     static func fit(_ line: String, _ width: Int) -> String {

@@ -4,8 +4,19 @@
 import ArgumentParser
 import Foundation
 
-func fail(_ message: String, code: Int32) -> Never {
-    FileHandle.standardError.write(Data("hearctl: \(message)\n".utf8))
+/// `--json` anywhere before a `--`: failures are then answered in JSON on stdout as well.
+let jsonRequested = CommandLine.arguments.dropFirst().prefix { $0 != "--" }.contains("--json")
+
+struct ErrorReply: Encodable {
+    let error: String
+    let exit: Int32
+}
+
+/// The message on stderr for people; with --json also `{"error": ..., "exit": N}` on stdout for
+/// scripts, which then never parse an empty output.
+func fail(_ message: String, code: Int32, usage: String? = nil) -> Never {
+    FileHandle.standardError.write(Data(((usage ?? "hearctl: \(message)") + "\n").utf8))
+    if jsonRequested { Output.json(ErrorReply(error: message, exit: code)) }
     exit(code)
 }
 
@@ -19,8 +30,7 @@ do {
 } catch {
     let code = Hearctl.exitCode(for: error)
     if code == .validationFailure {
-        FileHandle.standardError.write(Data((Hearctl.fullMessage(for: error) + "\n").utf8))
-        exit(ExitStatus.usage)
+        fail(Hearctl.message(for: error), code: ExitStatus.usage, usage: Hearctl.fullMessage(for: error))
     }
     if code == .success { Hearctl.exit(withError: error) }  // --help, --version, completion scripts
     if let exitCode = error as? ExitCode { exit(exitCode.rawValue == 0 ? 0 : 1) }

@@ -92,8 +92,12 @@ import Testing
 
     @Test func dropInsAreReadWherePipeWireReadsThem() {
         let user = DropIns.directories { ["XDG_CONFIG_HOME": "/c/", "HOME": "/h"][$0] }
-        #expect(user == ["/usr/share/pipewire/pipewire.conf.d", "/etc/pipewire/pipewire.conf.d", "/c/pipewire/pipewire.conf.d"])
+        #expect(user == ["/usr/share/pipewire/pipewire.conf.d", "/usr/share/pipewire/filter-chain.conf.d",
+                         "/etc/pipewire/pipewire.conf.d", "/etc/pipewire/filter-chain.conf.d",
+                         "/c/pipewire/pipewire.conf.d", "/c/pipewire/filter-chain.conf.d"])
         let home = DropIns.directories { ["HOME": "/h"][$0] }
-        #expect(home.last == "/h/.config/pipewire/pipewire.conf.d")
+        #expect(home.suffix(2) == ["/h/.config/pipewire/pipewire.conf.d", "/h/.config/pipewire/filter-chain.conf.d"])
+        let explicit = DropIns.directories { ["PIPEWIRE_CONFIG_DIR": "/p", "HOME": "/h"][$0] }
+        #expect(explicit.suffix(2) == ["/p/pipewire.conf.d", "/p/filter-chain.conf.d"])
     }
 }

@@ -159,10 +159,10 @@ import TestSupport
                                     meters: MeterReadings([.inputPeak: -12.5, .inputRMS: -20, .outputPeak: -1, .outputRMS: -.infinity,
                                                            .compressorReduction: 3.5, .limiterReduction: 0, .noiseFloor: nil,
                                                            .speechProbability: 0.5]),
-                                    running: false, faults: 2)
+                                    running: false, faults: 2, block: 2048)
         let line = ReplyLine.record(status.record).line
         #expect(line.hasSuffix(" faults=2"))
-        #expect(line.hasPrefix("instance id=3 chain=2 name=speaker label=hear_stereo rate=48000 channels=2 latency=48 uptime=12.5 state=idle bypass=on"))
+        #expect(line.hasPrefix("instance id=3 chain=2 name=speaker label=hear_stereo rate=48000 channels=2 latency=48 block=2048 uptime=12.5 state=idle bypass=on"))
         guard case .record(let record) = ReplyLine.parse(line) else { Issue.record("not a record: \(line)"); return }
         #expect(InstanceStatus(record) == status)
     }
@@ -196,6 +196,11 @@ import TestSupport
         #expect(directory(["HEAR_RUNTIME_DIR": "/x/y/", "XDG_RUNTIME_DIR": "/run/user/1000"]) == "/x/y")
         #expect(directory(["XDG_RUNTIME_DIR": "/run/user/1000"]) == "/run/user/1000/hear")
         #expect(directory(["XDG_RUNTIME_DIR": "relative"]) == "/tmp/hear-1000")
+        // A relative HEAR_RUNTIME_DIR would be created relative to PipeWire's working directory (/).
+        #expect(directory(["HEAR_RUNTIME_DIR": "relhear", "XDG_RUNTIME_DIR": "/run/user/1000"]) == "/run/user/1000/hear")
+        #expect(SocketPath.ignoredSetting(environment: { ["HEAR_RUNTIME_DIR": "relhear"][$0] }, uid: 1000)
+            == "HEAR_RUNTIME_DIR=relhear is not an absolute path; ignored, using /tmp/hear-1000")
+        #expect(SocketPath.ignoredSetting(environment: { ["HEAR_RUNTIME_DIR": "/x"][$0] }, uid: 1000) == nil)
         #expect(directory([:]) == "/tmp/hear-1000")
     }
 

@@ -245,7 +245,7 @@ import TestSupport
         let status = try sandbox.hearctlJSON("status")
         #expect((status["instances"] as? [[String: Any]])?.count == 2)
         #expect(!FileManager.default.fileExists(atPath: stale))
-        #expect(try sandbox.hearctl("set", "--chain", "mic", "gain", "-3").status == 0)
+        #expect(try sandbox.hearctl("set", "--chain", "mic", "gain", "=-3").status == 0)
         #expect(try sandbox.value("gain", chain: 1) == -3)
         #expect(try sandbox.value("gain", chain: 2) == 0)
         let missing = try sandbox.hearctl("set", "--chain", "7", "gain", "1")
@@ -268,7 +268,7 @@ import TestSupport
         }
         let before = try outputLevels()
         #expect(before.count == 3)
-        let set = try sandbox.hearctl("set", "--chain", "2", "gain", "-6")
+        let set = try sandbox.hearctl("set", "--chain", "2", "gain", "=-6")
         #expect(set.status == 0, "\(set.stderr)")
         usleep(400_000)
         let after = try outputLevels()
@@ -296,7 +296,7 @@ import TestSupport
         let idle = try instance()
         #expect(idle["running"] as? Bool == false)
         #expect(((idle["meters"] as? [String: Any])?["output"] as? [String: Any])?["rms"] is NSNull)
-        #expect(try sandbox.hearctl("set", "gain", "-6").status == 0)
+        #expect(try sandbox.hearctl("set", "gain", "=-6").status == 0)
         #expect(try sandbox.value("gain", chain: 1) == -6)  // pending, reported as set
         kill(host.pid, SIGUSR1)
         usleep(400_000)

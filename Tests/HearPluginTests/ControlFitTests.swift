@@ -17,8 +17,12 @@ import Testing
         let sandbox = try Sandbox()
         let host = try HostProcess(sandbox, chain: 2, amplitude: 0.02, label: "hear_stereo")
         try sandbox.waitForInstance(chain: 2)
+        #expect(try sandbox.hearctl("set", "comp.makeup", "8").status == 0)
         let fit = try sandbox.hearctlJSON("fit", "--left", Self.severe, "--right", Self.mild)
         #expect(fit["applied"] as? Bool == true)
+        // What the fit changes beyond the hearing stage is said: the broadband compressor, and its makeup with it.
+        #expect((fit["notices"] as? [String] ?? []).contains { $0.contains("switches the broadband compressor off")
+                    && $0.contains("makeup gain of +8.0 dB") && $0.contains("comp.enable on") }, "\(fit["notices"] ?? "")")
         #expect((fit["warnings"] as? [String] ?? []).contains { $0.contains("left ear") && $0.contains("gain cap of 30 dB") },
                 "\(fit["warnings"] ?? "")")
         let ears = try #require(fit["ears"] as? [String: Any])
@@ -47,6 +51,12 @@ import Testing
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stderr.contains("warning: the left ear's prescription hits the gain cap"), "\(text.stderr)")
         #expect(text.stdout.contains("DELIVERED dB") && text.stdout.contains("not a medical device"))
+        // Negative band gains come with the one line that says why, and only then (the same NAL-R fit at 48 kHz, as text).
+        let negative = try ["left", "right"].contains { ear in
+            try #require((ears[ear] as? [String: Any])?["bands"] as? [[String: Any]]).contains { ($0["gain"] as? Double ?? 0) < 0 }
+        }
+        let nalR = try sandbox.hearctl("fit", "--dry-run", "--left", Self.severe, "--right", Self.mild)
+        #expect(nalR.stdout.contains("a band below 0 dB does not turn those sounds down") == negative, "\(negative): \(nalR.stdout)")
         let recording = try host.stop()
         #expect(recording.summary["nonfinite"] == 0 && recording.summary["allocations"] == 0, "\(recording.summary)")
     }
@@ -59,15 +69,15 @@ import Testing
         #expect(try sandbox.hearctl("fit", "--left", Self.severe, "--right", Self.severe, "--max-gain", "40").status == 0)
         // Everything that adds gain at its top, the limiter off, the lowest MPO.
         let loud = try sandbox.hearctl("set", "--chain", "speaker", "gain", "24", "eq.peak2.gain", "18", "eq.peak3.gain", "18",
-                                       "mb.left.gain3", "40", "limit.enable", "off", "mb.mpo", "-30")
+                                       "mb.left.gain3", "40", "limit.enable", "off", "mb.mpo", "=-30")
         #expect(loud.status == 0, "\(loud.stderr)")
         usleep(400_000)
         let marked = monotonicNow()
         usleep(300_000)
         // Then the MPO back up, the EQ flat, the band's kneepoint above the sine: the gain cap alone
         // holds the 24 dB of output gain plus the band's 40 dB to 30 dB.
-        #expect(try sandbox.hearctl("set", "--chain", "speaker", "mb.mpo", "-1", "mb.maxgain", "30", "eq.peak2.gain", "0",
-                                    "eq.peak3.gain", "0", "mb.knee3", "-10").status == 0)
+        #expect(try sandbox.hearctl("set", "--chain", "speaker", "mb.mpo", "=-1", "mb.maxgain", "30", "eq.peak2.gain", "0",
+                                    "eq.peak3.gain", "0", "mb.knee3", "=-10").status == 0)
         usleep(400_000)
         let capped = monotonicNow()
         usleep(300_000)
@@ -126,6 +136,13 @@ import Testing
         }
         let document = try String(contentsOfFile: svg, encoding: .utf8)
         #expect(document.hasPrefix("<svg") && document.hasSuffix("</svg>\n"))
+        // Measured points drawn as measured (left 6, right 2); the interpolated ones apart (left 3k and 6k; right the other 6).
+        #expect(document.components(separatedBy: "class=\"measured\"").count - 1 == 8)
+        #expect(document.components(separatedBy: "class=\"interpolated\"").count - 1 == 8)
+        #expect(document.contains("interpolated, not measured"))
+        let leftTable = result.stdout.components(separatedBy: "\n").filter { $0.hasPrefix("3k ") || $0.hasPrefix("2k ") }
+        #expect(leftTable.first { $0.hasPrefix("3k ") }?.contains("interpolated") == true
+                && leftTable.first { $0.hasPrefix("2k ") }?.contains("interpolated") == false, "\(leftTable)")
         #expect(document.components(separatedBy: "<polyline").count - 1 == 6)  // 3 curves x 2 ears
         #expect(try sandbox.hearctl("fit", "--dry-run", "--left", "1000:abc", "--right", "1000:30").status == 2)
         #expect(try sandbox.hearctl("fit", "--dry-run", "--left", "1000:30", "--right", "1000:30", "--max-gain", "50").status == 2)

@@ -56,6 +56,9 @@ final class Sandbox {
         environment["XDG_STATE_HOME"] = state
         environment["XDG_CONFIG_HOME"] = config
         environment["HOME"] = base
+        // No PipeWire of the machine's session: hearctl status sees none, whoever runs the tests.
+        environment["XDG_RUNTIME_DIR"] = base
+        environment["PIPEWIRE_REMOTE"] = nil
         return environment
     }
 

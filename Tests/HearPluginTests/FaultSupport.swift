@@ -37,7 +37,10 @@ final class FakeServer: @unchecked Sendable {
         thread = Thread {
             while true {
                 let client = accept(listener, nil, nil)
-                if client < 0 { if errno == EINTR { continue }; return }
+                // The thread closes its listener itself, once stop() has shut it down: closed in stop()
+                // while a connection is still being served, its number could be reused by the next
+                // FakeServer's listener, and this thread would then accept that server's clients.
+                if client < 0 { if errno == EINTR { continue }; close(listener); return }
                 guard let server = box.server else { close(client); return }
                 server.lock.withLock { server.connectionCount += 1 }
                 var time = timeval(tv_sec: 10, tv_usec: 0)
@@ -55,7 +58,6 @@ final class FakeServer: @unchecked Sendable {
     func stop() {
         guard !lock.withLock({ let was = stopped; stopped = true; return was }) else { return }
         shutdown(fd, Int32(SHUT_RDWR))
-        close(fd)
         unlink(path)
     }
 

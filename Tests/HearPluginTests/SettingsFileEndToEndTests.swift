@@ -27,7 +27,7 @@ import Testing
         }
         try sandbox.writeDropIn(chain: 1, controls: [:])
         try damaged[2].write(toFile: state, atomically: true, encoding: .utf8)
-        let set = try sandbox.hearctl("set", "--chain", "mic", "comp.threshold", "-20")
+        let set = try sandbox.hearctl("set", "--chain", "mic", "comp.threshold", "=-20")
         #expect(set.status == 0, "\(set.stderr)")
         #expect(sandbox.read(state + ".bad") == damaged[0])
         #expect(sandbox.read(state + ".bad.1") == damaged[1])
@@ -50,7 +50,7 @@ import Testing
         let host = try HostProcess(sandbox, chain: 1)
         try sandbox.waitForInstance(chain: 1)
         #expect(try sandbox.value("gain", chain: 1) == 5, "the 70 KB file was not read")
-        #expect(try sandbox.hearctl("set", "--sync", "comp.threshold", "-20").status == 0)
+        #expect(try sandbox.hearctl("set", "--sync", "comp.threshold", "=-20").status == 0)
         let saved = sandbox.read(state) ?? ""
         #expect(saved.contains("\ngain = 5\n") && saved.contains("\ncomp.ratio = 3\n") && saved.contains("\ncomp.threshold = -20\n"),
                 "settings of the 70 KB file lost: \(saved)")

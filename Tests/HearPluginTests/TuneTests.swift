@@ -245,6 +245,12 @@ struct TuneTests {
         _ = try host.stop()
     }
 
+    /// The lines between the title and the first control, joined: the selected control's detail.
+    static func help(_ lines: [Substring]) -> String {
+        let first = lines.firstIndex { $0.hasPrefix("> ") } ?? min(2, lines.count)
+        return lines[min(1, first)..<first].filter { !$0.isEmpty }.joined(separator: " ")
+    }
+
     @Test func resizedTerminalsGetAFittingScreen() throws {
         let sandbox = try Sandbox()
         let host = try HostProcess(sandbox, chain: 1)
@@ -259,19 +265,20 @@ struct TuneTests {
                 return lines.count >= height && lines[0].hasPrefix("hearctl tune: chain 1 (mic)") && pane.contains("> bypass")
                     && lines[height - 1].hasPrefix("arrows: select/change".prefix(min(width - 1, 21)))
                     && lines.allSatisfy { $0.count <= width }
-                    // Drawn for this width (not the last frame cropped by tmux): the help cut with '>'.
-                    && (width > 80 || (lines[1].count == width && lines[1].hasSuffix(">")))
+                    // Drawn for this width (not the last frame cropped by tmux): the help whole, or cut with '>'.
+                    && (height >= 24 ? Self.help(lines).hasSuffix("(click-free crossfade)") : (lines[1].count == width && lines[1].hasSuffix(">")))
             }
             // From 24 rows on, every control and the meters; fewer rows drop the meters first.
             #expect(pane.contains("  in ") == (height >= 24), "\(width)x\(height):\n\(pane)")
             #expect(pane.contains("EQ high") && pane.contains("output gain"), "\(width)x\(height):\n\(pane)")
-            // The selected control's help (longer than 80 columns) is cut to a narrower width, marked with '>'.
+            // The selected control's help (longer than 80 columns) wraps at the screen's width; only
+            // where rows run short (16) is it cut to one line, marked with '>'.
             let lines = pane.split(separator: "\n", omittingEmptySubsequences: false)
-            #expect(lines[1].hasPrefix("bypass off/on"), "\(width)x\(height): '\(lines[1])'")
-            if width <= 80 { #expect(lines[1].count == width && lines[1].hasSuffix(">"), "\(width)x\(height): '\(lines[1])'") }
-            // Below 24 rows the blank lines go first: the controls right under the help.
-            #expect(lines[2].hasPrefix(height < 24 ? "> bypass" : ""), "\(width)x\(height):\n\(pane)")
-            #expect(lines[2].isEmpty == (height >= 24), "\(width)x\(height):\n\(pane)")
+            let help = Self.help(lines)
+            #expect(help.hasPrefix("bypass off/on"), "\(width)x\(height): '\(help)'")
+            #expect(height >= 24 ? help.hasSuffix("Pass the input through unchanged (click-free crossfade)") : help.hasSuffix(">"),
+                    "\(width)x\(height): '\(help)'")
+            #expect(height >= 24 || lines[2].hasPrefix("> bypass"), "\(width)x\(height):\n\(pane)")
         }
         try tmux.press("q")
         #expect(try restored(tmux, sandbox) == 0)

@@ -106,7 +106,14 @@ import Testing
         // The man page (generate-manual: the same source as --help) covers every verb, enable and disable included.
         let manual = try gunzip("usr/share/man/man1/hearctl.1.gz")
         #expect(manual.contains(".Dt HEARCTL 1"), "\(manual.prefix(300))")
-        for verb in ["status", "set", "preset", "fit", "enable", "disable"] { #expect(manual.contains(".It Em \(verb)"), "man page lacks \(verb)") }
+        for verb in ["status", "set", "preset", "fit", "enable", "disable", "toggle", "version"] {
+            #expect(manual.contains(".It Em \(verb)"), "man page lacks \(verb)")
+        }
+        // EXIT STATUS is hearctl's own table as a tagged list (wrapped lines keep their indent), not mdoc's generic sentence.
+        let exitStatus = try #require(manual.components(separatedBy: ".Sh \"EXIT STATUS\"").last)
+        #expect(!manual.contains(".Ex -std") && exitStatus.contains(".Bl -tag -width Ds\n.It 0\nsuccess\n.It 1\n")
+                && exitStatus.contains(".It 3\nnot running:") && exitStatus.contains(".It 4\ntimeout:"), "\(exitStatus)")
+        #expect(!manual.contains("Exit status (every verb):"), "the table is still in DESCRIPTION, where troff fills it")
         // Completions, each in its shell's vendor folder; bash's is sourced, so no #! line.
         let bash = text("usr/share/bash-completion/completions/hearctl")
         #expect(!bash.hasPrefix("#!") && bash.contains("enable") && bash.contains("disable"))

@@ -113,5 +113,19 @@ import Testing
         try Self.waitForLink(session, "speaker", to: "hear_test_speaker")
         #expect(try String(contentsOf: speaker, encoding: .utf8) == original.speaker)
         #expect(try processes.run(Self.hearctl, ["status"]).output.contains("device of 1 (mic): the default microphone"))
+
+        // hear's own microphone made the system default (so apps record the enhanced voice): it is
+        // never "the default device" of a chain; the default marked is the device the chain takes.
+        try processes.run("pw-metadata", ["0", "default.configured.audio.source", "{ \"name\": \"hear_microphone\" }", "Spa:String:JSON"])
+        try waitFor("hear_microphone to be the default source", timeout: 15) {
+            try processes.run("pw-metadata", ["0", "default.audio.source"]).output.contains("hear_microphone")
+        }
+        let own = try processes.run(Self.hearctl, ["device", "set", "mic", "default"]).output
+        #expect(own.contains("follows the default microphone (now hear_test_mic)"), "\(own)")
+        let marked = try JSONSerialization.jsonObject(with: Data(try processes.run(Self.hearctl, ["device", "list", "--json"]).output.utf8)) as? [String: Any]
+        let rows = marked?["devices"] as? [[String: Any]] ?? []
+        #expect(rows.filter { $0["kind"] as? String == "mic" && $0["default"] as? Bool == true }.compactMap { $0["name"] as? String } == ["hear_test_mic"],
+                "\(rows)")
+        #expect((marked?["defaults"] as? [String: Any])?["mic"] as? String == "hear_test_mic", "\(marked ?? [:])")
     }
 }

@@ -50,6 +50,9 @@ import Testing
         let enabled = try JSONSerialization.jsonObject(with: Data(forced.utf8)) as? [String: Any]
         #expect(enabled?["chain"] as? String == "mic" && enabled?["dropIn"] as? String == microphone.path
                     && enabled?["changed"] as? Bool == true && enabled?["plugin"] as? String == plugin, "\(forced)")
+        // Not restarted (exit 0 all the same): the reply says so, with the command that does it.
+        #expect(enabled?["restarted"] as? Bool == false
+                    && enabled?["restartCommand"] as? String == "systemctl --user restart pipewire pipewire-pulse wireplumber", "\(forced)")
         let again = try processes.run(Self.hearctl, ["enable", "mic", "--json"]).output
         #expect((try JSONSerialization.jsonObject(with: Data(again.utf8)) as? [String: Any])?["changed"] as? Bool == false, "\(again)")
 

@@ -159,7 +159,13 @@ import TestSupport
         let lines = text.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.hasPrefix("1 (mic)") && $0.contains("hear_mono") }, "\(text)")
         #expect(lines.contains { $0.hasPrefix("2 (speaker)") && $0.contains("hear_stereo") }, "\(text)")
-        #expect(lines.contains { $0.hasPrefix("PipeWire 0.3") && $0.contains("48000 Hz") && $0.contains("quantum 1024") }, "\(text)")
+        // The quantum the driver runs now (what the instances are called with), and the configured one beside it when they differ.
+        let instances = json["instances"] as? [[String: Any]] ?? []
+        let blocks = Set(instances.compactMap { $0["block"] as? Int })
+        let block = try #require(blocks.count == 1 ? blocks.first : nil, "\(instances)")
+        #expect(lines.contains { $0.hasPrefix("PipeWire 0.3") && $0.contains("48000 Hz") && $0.contains("quantum \(block) now")
+                && $0.contains("configured 1024") == (block != 1024) }, "\(text)")
+        #expect((json["pipewire"] as? [String: Any])?["quantumNow"] as? Int == block && (json["pipewire"] as? [String: Any])?["quantum"] as? Int == 1024)
         #expect(lines.contains { $0.hasPrefix("1 (mic)") && $0.contains("hear_microphone") && $0.contains("running")
                 && $0.contains("from hear_test_mic") }, "\(text)")
         #expect(lines.contains { $0.hasPrefix("2 (speaker)") && $0.contains("hear_speaker") && $0.contains("running")

@@ -37,7 +37,7 @@ import TestSupport
         let lines = status.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.hasPrefix("1 (mic)") && $0.contains("hear_mono") }, "\(status)")
         #expect(lines.contains { $0.hasPrefix("2 (speaker)") && $0.contains("hear_stereo") }, "\(status)")
-        #expect(status.contains("PipeWire: not running here"), "\(status)")
+        #expect(status.contains("PipeWire is not running"), "\(status)")
     }
 
     /// The same through hearctl, on the chain hear.pa itself loaded: `hearctl set gain 6`.

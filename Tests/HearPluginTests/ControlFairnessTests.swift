@@ -1,0 +1,115 @@
+// The control server's turns and endings (HearPlugin/ControlClients.swift), against the real
+// plugin in hear-host: a pipeline of syncs waits its turn, a `set` sent just before close()
+// applies, a too-long line ends the connection however it arrives, and an idle client is told why.
+
+import Foundation
+import Glibc
+import HearControl
+import Testing
+
+@Suite(.serialized) struct ControlFairnessTests {
+    init() throws { try Built.require() }
+
+    /// 500 pipelined set+sync pairs (each sync a write and an fsync) from one client: a ping
+    /// from a second client is answered while most of the first client's replies are still owed.
+    @Test func pipelinedSyncsDoNotStarveOtherClients() throws {
+        let sandbox = try Sandbox()
+        let host = try HostProcess(sandbox, chain: 1)
+        try sandbox.waitForInstance(chain: 1)
+        let path = try #require(sandbox.sockets.first)
+        let flooder = try RawClient(path: path, timeout: 60)
+        _ = flooder.readLine()
+        let pairs = 500
+        let text = (0..<pairs).map { "set chain=1 gain \(ParameterValue.format(Float($0 % 100) / 10))\nsync\n" }.joined()
+        nonisolated(unsafe) let writer = flooder
+        let bytes = Array(text.utf8)
+        Thread { _ = writer.send(bytes) }.start()
+        // The flood has started: its first acknowledgement is in.
+        #expect(flooder.readLine() == "ok instances=1")
+        let started = monotonicNow()
+        let other = try RawClient(path: path, timeout: 60)
+        #expect(other.readLine()?.hasPrefix("hear/1") == true)
+        other.send("ping")
+        #expect(other.reply() == ["ok"])
+        let pingTook = monotonicNow() - started
+        // Everything the flooder was owed at the moment the ping was answered, read now.
+        var received = 1
+        while received < 2 * pairs, let line = flooder.readLine(), line.hasPrefix("ok") { received += 1 }
+        let floodTook = monotonicNow() - started
+        print("500 set+sync pairs pipelined: a second client's ping answered after \(Int(pingTook * 1000)) ms, the flood's last reply after \(Int(floodTook * 1000)) ms")
+        #expect(received == 2 * pairs, "\(received) of \(2 * pairs) replies")
+        // Served in turns, the ping comes long before the flood ends (one client's batch at a time, it came after).
+        #expect(pingTook < floodTook / 4, "ping \(pingTook) s, flood \(floodTook) s")
+        _ = try host.stop()
+    }
+
+    /// A client that sends `set` and closes at once, never reading the greeting (so the kernel
+    /// reports ECONNRESET on the server's side), still has its set applied: 20 of 20.
+    @Test func aSetFollowedByCloseApplies() throws {
+        let sandbox = try Sandbox()
+        let host = try HostProcess(sandbox, chain: 1)
+        try sandbox.waitForInstance(chain: 1)
+        let path = try #require(sandbox.sockets.first)
+        var applied = 0
+        for round in 0..<20 {
+            let value = Double(round % 10) + 0.5
+            do {
+                let client = try RawClient(path: path)
+                client.send("set chain=1 gain \(value)")
+            }  // closed here, the greeting unread
+            var seen: Double?
+            for _ in 0..<50 {
+                seen = try sandbox.value("gain", chain: 1)
+                if seen == value { break }
+                usleep(20_000)
+            }
+            if seen == value { applied += 1 }
+        }
+        print("set then close(), greeting unread: \(applied) of 20 applied")
+        #expect(applied == 20)
+        _ = try host.stop()
+    }
+
+    /// A request line of 4,096 bytes before its newline, sent as 3,000 + 1,097 bytes, is answered
+    /// `error too-long` and the connection ends: a ping after it gets nothing.
+    @Test func aTooLongLineInTwoPiecesEndsTheConnection() throws {
+        let sandbox = try Sandbox()
+        let host = try HostProcess(sandbox, chain: 1)
+        try sandbox.waitForInstance(chain: 1)
+        let path = try #require(sandbox.sockets.first)
+        let client = try RawClient(path: path)
+        _ = client.readLine()
+        client.send(Array(repeating: UInt8(ascii: "x"), count: 3000))
+        usleep(100_000)
+        client.send(Array(repeating: UInt8(ascii: "x"), count: Protocol.maximumLine - 3000) + [0x0A])
+        let reply = client.readLine() ?? "nothing"
+        #expect(reply.hasPrefix("error too-long"), "\(reply)")
+        client.send("ping")
+        let after = client.readLine()
+        #expect(after == nil, "the connection still answered: \(after ?? "")")
+        // One byte shorter is a request like any other (here an unknown verb), and the connection stays.
+        let fine = try RawClient(path: path)
+        _ = fine.readLine()
+        fine.send(Array(repeating: UInt8(ascii: "x"), count: 3000))
+        usleep(100_000)
+        fine.send(Array(repeating: UInt8(ascii: "x"), count: Protocol.maximumLine - 3001) + [0x0A])
+        #expect(fine.readLine()?.hasPrefix("error unknown-verb") == true)
+        fine.send("ping")
+        #expect(fine.reply() == ["ok"])
+        _ = try host.stop()
+    }
+
+    /// A client silent for the idle timeout is told so before the server closes the connection.
+    @Test func anIdleClientIsToldWhyItIsClosed() throws {
+        let sandbox = try Sandbox()
+        let host = try HostProcess(sandbox, chain: 1)
+        try sandbox.waitForInstance(chain: 1)
+        let path = try #require(sandbox.sockets.first)
+        let client = try RawClient(path: path, timeout: 15)
+        _ = client.readLine()
+        let line = client.readLine() ?? "nothing (a silent close)"
+        #expect(line.hasPrefix("error timeout no request for 10 s"), "\(line)")
+        #expect(client.readLine() == nil)
+        _ = try host.stop()
+    }
+}

@@ -1,0 +1,129 @@
+// What users bring from wpctl and other tools, through the real hearctl against the plugin in
+// hear-host: relative steps (`set gain +2`), `bypass toggle` and `toggle` for a hotkey, a
+// `version` verb, `get` naming an unknown key, JSON on stdout for failures too, and user presets
+// that are damaged or far too large.
+
+import Foundation
+import Glibc
+import HearControl
+import Testing
+import TestSupport
+
+@Suite(.serialized) struct ControlHabitsTests {
+    init() throws { try Built.require() }
+
+    static func json(_ text: String) -> [String: Any]? {
+        try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+    }
+
+    /// A leading sign steps from the current value, stopping at the range's end; "=" writes a
+    /// negative value; a switch takes no step; a step larger than the range is refused whole.
+    @Test func relativeStepsStartFromTheCurrentValue() throws {
+        let sandbox = try Sandbox()
+        let host = try HostProcess(sandbox, chain: 1)
+        try sandbox.waitForInstance(chain: 1)
+        #expect(try sandbox.hearctl("set", "gain", "6").status == 0)
+        let up = try sandbox.hearctl("set", "gain", "+2")
+        #expect(up.status == 0 && up.stdout == "chain 1 (mic): gain = 8 dB\n", "\(up.stdout)\(up.stderr)")
+        #expect(try sandbox.value("gain", chain: 1) == 8)
+        #expect(try sandbox.hearctl("set", "gain", "-3dB").status == 0)
+        #expect(try sandbox.value("gain", chain: 1) == 5)
+        #expect(try sandbox.hearctl("set", "comp.threshold", "=-30dB", "gain", "=-2").status == 0)
+        #expect(try sandbox.value("comp.threshold", chain: 1) == -30 && sandbox.value("gain", chain: 1) == -2)
+        // From -2, +30 stops at the top of the range (+24), as wpctl's volume steps stop at their limit.
+        #expect(try sandbox.hearctl("set", "gain", "+30").status == 0)
+        #expect(try sandbox.value("gain", chain: 1) == 24)
+        for (arguments, message) in [(["set", "gain", "+49"], "more than gain's whole range"),
+                                     (["set", "ns.enable", "-1"], "is a switch and takes no step"),
+                                     (["set", "gain", "=-25"], "gain must be between -24 dB and 24 dB")] {
+            let refused = try Command.run(Built.hearctl, arguments, environment: sandbox.environment)
+            #expect(refused.status == 2 && refused.stderr.contains(message), "\(arguments): \(refused.status) \(refused.stderr)")
+        }
+        #expect(try sandbox.value("gain", chain: 1) == 24 && sandbox.value("ns.enable", chain: 1) == 0)
+        _ = try host.stop()
+    }
+
+    /// `bypass toggle` and `toggle` switch to the other state and say which.
+    @Test func toggleSwitchesBypassAndPrintsTheNewState() throws {
+        let sandbox = try Sandbox()
+        let host = try HostProcess(sandbox, chain: 1)
+        try sandbox.waitForInstance(chain: 1)
+        let on = try sandbox.hearctl("bypass", "toggle")
+        #expect(on.status == 0 && on.stdout.contains("bypassed"), "\(on.stdout)\(on.stderr)")
+        #expect(try sandbox.value("bypass", chain: 1) == 1)
+        let off = try sandbox.hearctl("toggle")
+        #expect(off.status == 0 && off.stdout.contains("processing (bypass off)"), "\(off.stdout)\(off.stderr)")
+        #expect(try sandbox.value("bypass", chain: 1) == 0)
+        let json = try sandbox.hearctlJSON("toggle")
+        #expect((json["values"] as? [String: Double]) == ["bypass": 1], "\(json)")
+        _ = try host.stop()
+    }
+
+    /// Without a running filter: `version` as a verb, `get` with an unknown key, and every
+    /// failure of a --json command answered in JSON on stdout with the exit status.
+    @Test func versionUnknownKeysAndJSONFailures() throws {
+        let sandbox = try Sandbox()
+        let version = try sandbox.hearctl("version")
+        let option = try sandbox.hearctl("--version")
+        #expect(version.status == 0 && version.stdout == option.stdout && version.stdout.contains("hear/1"))
+        let versionJSON = Self.json(try sandbox.hearctl("version", "--json").stdout)
+        #expect(versionJSON?["protocol"] as? String == "hear/1" && (versionJSON?["version"] as? String)?.isEmpty == false)
+
+        let unknown = try sandbox.hearctl("get", "nosuch")
+        #expect(unknown.status == 2 && unknown.stderr.contains("unknown parameter 'nosuch'") && unknown.stderr.contains("hearctl get"),
+                "\(unknown.stderr)")
+        #expect(!unknown.stderr.contains("SUBCOMMANDS"), "the top-level usage instead of get's: \(unknown.stderr)")
+        let near = try sandbox.hearctl("get", "comp.ratoi")
+        #expect(near.status == 2 && near.stderr.contains("did you mean comp.ratio"), "\(near.stderr)")
+
+        for (arguments, status, message) in [(["status", "--json"], 3, "no running hear filter found"),
+                                             (["set", "gian", "3", "--json"], 2, "unknown parameter 'gian'"),
+                                             (["get", "nosuch", "--json"], 2, "unknown parameter 'nosuch'"),
+                                             (["bypass", "maybe", "--json"], 2, "maybe")] {
+            let result = try Command.run(Built.hearctl, arguments, environment: sandbox.environment)
+            let reply = Self.json(result.stdout)
+            #expect(result.status == Int32(status) && reply?["exit"] as? Int == status
+                    && (reply?["error"] as? String)?.contains(message) == true, "\(arguments): \(result.status) \(result.stdout) \(result.stderr)")
+            #expect(result.stderr.contains(message), "\(arguments): people still read it on stderr: \(result.stderr)")
+        }
+        let advice = try sandbox.hearctl("status").stderr
+        #expect(advice.contains("hearctl enable mic") && advice.contains("README, \"Enable\""), "\(advice)")
+    }
+
+    /// A chain configured for a separate `pipewire -c filter-chain.conf` (its drop-ins in
+    /// filter-chain.conf.d, as Debian 12 documents filter-chains) is known while suspended, with its values.
+    @Test func filterChainDropInsAreReadToo() throws {
+        let sandbox = try Sandbox()
+        let written = try sandbox.writeDropIn(chain: 1, controls: ["gain": 2.5])
+        let directory = sandbox.config + "/pipewire/filter-chain.conf.d"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/hear-chain1.conf"
+        try FileManager.default.moveItem(atPath: written, toPath: path)
+        let chains = try sandbox.hearctlJSON("status")["chains"] as? [[String: Any]] ?? []
+        #expect(chains.first { $0["chain"] as? Int == 1 }?["dropIn"] as? String == path, "\(chains)")
+        #expect(try sandbox.value("gain", chain: 1) == 2.5)
+    }
+
+    /// A user preset with a byte that is not UTF-8 in a comment is that preset (not the built-in
+    /// of its name, not "no preset"); a bad byte in a value names the line; a huge file is refused unread.
+    @Test func damagedOrHugeUserPresetsAreNeverSilentlyReplaced() throws {
+        let sandbox = try Sandbox()
+        let directory = sandbox.config + "/hear/presets"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let latin1Comment: [UInt8] = Array("# caf".utf8) + [0xE9] + Array("\ngain = 7\n".utf8)
+        for name in ["podcast", "mine"] {
+            _ = FileManager.default.createFile(atPath: "\(directory)/\(name).conf", contents: Data(latin1Comment))
+            let show = Self.json(try sandbox.hearctl("preset", "show", name, "--json").stdout)
+            #expect(show?["source"] as? String == "\(directory)/\(name).conf" && (show?["values"] as? [String: Double]) == ["gain": 7],
+                    "\(name): \(show ?? [:])")
+        }
+        _ = FileManager.default.createFile(atPath: directory + "/bad.conf", contents: Data(Array("gain = 7".utf8) + [0xE9, 0x0A]))
+        let bad = try sandbox.hearctl("preset", "show", "bad")
+        #expect(bad.status == 1 && bad.stderr.contains("bad.conf is invalid: line 1"), "\(bad.stderr)")
+        _ = FileManager.default.createFile(atPath: directory + "/huge.conf", contents: Data(repeating: 0x23, count: 200_000))
+        let huge = try sandbox.hearctl("preset", "show", "huge")
+        #expect(huge.status == 1 && huge.stderr.contains("is 200000 bytes; a preset is at most 64 KiB"), "\(huge.stderr)")
+        let listed = Self.json(try sandbox.hearctl("preset", "list", "--json").stdout)?["presets"] as? [[String: Any]] ?? []
+        #expect(listed.first { $0["name"] as? String == "podcast" }?["source"] as? String == "user", "\(listed)")
+    }
+}
