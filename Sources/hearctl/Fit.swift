@@ -81,13 +81,18 @@ extension Hearctl {
                               --right 250:15,500:20,1000:30,2000:45,4000:55,8000:60
                   hearctl fit --dry-run --rule half-gain --left 500:40,2000:60 --right 500:35
                   hearctl fit --left 500:40,2000:60 --right 500:35 --svg fit.svg --preset mine
+                  hearctl fit --from-test             (the estimated thresholds of `hearctl hearing-test`)
                 """)
 
         @Option(name: .long, help: ArgumentHelp("Left ear thresholds, e.g. 250:20,500:25,1000:35,2000:50,4000:60,8000:65.",
                                                 valueName: "Hz:dBHL,..."))
-        var left: String
+        var left: String?
         @Option(name: .long, help: ArgumentHelp("Right ear thresholds (same form).", valueName: "Hz:dBHL,..."))
-        var right: String
+        var right: String?
+        @Flag(name: .customLong("from-test"), help: "Use the estimated thresholds of `hearctl hearing-test` (its saved result, or FILE).")
+        var fromTest = false
+        @Argument(help: ArgumentHelp("With --from-test: the result file (default: the last test's).", valueName: "file"))
+        var testFile: String?
         @Option(name: .long, help: "Prescription rule: NAL-R, or half the loss as gain.")
         var rule: FittingRule = .nalR
         @Option(name: .customLong("max-gain"), help: ArgumentHelp("Most gain any band may get (mb.maxgain), 0 to 40 dB.", valueName: "dB"))
@@ -108,7 +113,9 @@ extension Hearctl {
 
         var audiograms: (left: Audiogram, right: Audiogram) {
             get throws {
-                func parse(_ text: String, _ ear: String) throws -> Audiogram {
+                if fromTest { return try Self.audiograms(test: try savedTest) }
+                func parse(_ text: String?, _ ear: String) throws -> Audiogram {
+                    guard let text else { throw ValidationError("--\(ear) is missing: give both ears' thresholds, or --from-test") }
                     do { return try Audiogram(parsing: text) } catch {
                         throw ValidationError("--\(ear): \(error.description)")
                     }
@@ -117,7 +124,37 @@ extension Hearctl {
             }
         }
 
+        /// The hearing test's result this fit reads.
+        var savedTest: SavedHearingTest {
+            get throws {
+                guard let path = testFile ?? SavedHearingTest.defaultPath else {
+                    throw ValidationError("--from-test: neither XDG_STATE_HOME nor HOME is set; name the result file")
+                }
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw ValidationError("--from-test: no hearing test result at \(path); `hearctl hearing-test` makes one")
+                }
+                do { return try JSONDecoder().decode(SavedHearingTest.self, from: data) } catch {
+                    throw ValidationError("--from-test: \(path) is not a hearing test result: \(error.localizedDescription)")
+                }
+            }
+        }
+
+        /// Audiograms from a test's estimated dB HL (held in the audiogram's -10...120 range).
+        static func audiograms(test: SavedHearingTest) throws -> (left: Audiogram, right: Audiogram) {
+            func ear(_ name: String) throws -> Audiogram {
+                let points = (test.ears[name] ?? []).compactMap { entry in
+                    entry.estimatedHL.map { (entry.frequency, min(max($0.rounded(), -10), 120)) }
+                }
+                do { return try Audiogram(points) } catch {
+                    throw ValidationError("--from-test: the test found no threshold for the \(name) ear")
+                }
+            }
+            return (try ear("left"), try ear("right"))
+        }
+
         mutating func validate() throws {
+            if fromTest && (left != nil || right != nil) { throw ValidationError("--from-test takes the thresholds from the test: leave out --left and --right") }
+            if !fromTest && testFile != nil { throw ValidationError("'\(testFile!)': a file is read only with --from-test") }
             _ = try audiograms
             let spec = Parameter.mbMaxGain.spec
             guard maxGain.isFinite, maxGain >= Double(spec.minimum), maxGain <= Double(spec.maximum) else {
@@ -203,8 +240,17 @@ extension Hearctl {
                                   ears: Dictionary(ears.map { ($0.name, Reply.Ear($0)) }, uniquingKeysWith: { $1 })))
                 return
             }
+            if fromTest, let test = try? savedTest {
+                // The test's thresholds are estimates: say so, and how far to trust them, beside the fit.
+                print("audiogram from the hearing test of \(test.date): \(test.basis)")
+                let retest = test.retestDifference.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%+.0f", $0.value)) dB" }
+                print("reliability: 1 kHz retest \(retest.isEmpty ? "-" : retest.joined(separator: ", ")); "
+                      + "\(test.falseAlarms) of \(test.catchTrials) silent presentations answered"
+                      + (test.doubts.isEmpty ? "" : "; doubts: " + test.doubts.joined(separator: "; ")))
+                print()
+            }
             for ear in ears {
-                print("\(ear.name.capitalized) ear (\(rule == .nalR ? "NAL-R" : "half-gain rule")):")
+                print("\(ear.name.capitalized) ear (\(rule == .nalR ? "NAL-R" : "half-gain rule")\(fromTest ? ", estimated thresholds" : "")):")
                 print(FitPlot.table(ear))
                 print(FitPlot.bandSettings(ear))
                 if ear.fit.bandGainDB.contains(where: { $0 < 0 }) { print(FitPlot.negativeGainNote) }
@@ -251,7 +297,8 @@ extension Hearctl {
         }
 
         var commandLine: String {
-            "hearing profile: hearctl fit --rule \(rule.rawValue) --max-gain \(Fitting.format(maxGain)) --left \(left) --right \(right)"
+            let source = fromTest ? "--from-test\(testFile.map { " " + $0 } ?? "")" : "--left \(left ?? "") --right \(right ?? "")"
+            return "hearing profile: hearctl fit --rule \(rule.rawValue) --max-gain \(Fitting.format(maxGain)) \(source)"
         }
 
         static func ear(_ name: String, _ fit: EarFit, _ delivered: [Double?], maxGain: Double) -> FittedEar {

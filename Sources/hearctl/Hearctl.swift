@@ -37,7 +37,7 @@ struct Hearctl: ParsableCommand {
             """,
         version: "hearctl \(versionNumber) (protocol \(Protocol.tag))",
         subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Toggle.self, Reset.self, PresetCommand.self, Meter.self,
-                      Tune.self, Fit.self, Device.self, Enable.self, Disable.self, Version.self]
+                      Tune.self, Fit.self, HearingTestCommand.self, Device.self, Enable.self, Disable.self, Version.self]
     )
 
     static let versionNumber = "0.1.0"

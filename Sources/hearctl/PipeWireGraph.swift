@@ -141,7 +141,8 @@ struct PipeWireGraph {
             return "PipeWire is not running: configured chains start with it (systemctl --user start pipewire)."
                 + (error.map { " (hearctl could not reach it: \($0))" } ?? "")
         }
-        var text = "PipeWire \(server) (library \(library))"
+        // The library only when it differs from the daemon: the line fits 80 columns.
+        var text = "PipeWire \(server)" + (library == server ? "" : " (library \(library))")
         if let rate { text += ": graph \(rate) Hz" + (forced("clock.force-rate") != nil ? " (forced)" : "") }
         // The quantum the driver runs now is what the chains' instances are called with; the
         // settings only say what was configured (a client asking for more latency raises it).
@@ -151,8 +152,10 @@ struct PipeWireGraph {
         }
         let configured = quantum.map { "\($0)" + (forced("clock.force-quantum") != nil ? " (forced)" : "") }
         if !now.isEmpty {
-            text += ", quantum \(now.map(String.init).joined(separator: "/")) now" + milliseconds(now[0], rate)
-            if let quantum, now != [quantum] { text += ", configured \(configured ?? "")" }
+            var details: [String] = []
+            if let rate { details.append(String(format: "%.1f ms", Double(now[0]) * 1000 / Double(rate))) }
+            if let quantum, now != [quantum] { details.append("configured \(configured ?? "\(quantum)")") }
+            text += ", quantum \(now.map(String.init).joined(separator: "/")) now" + (details.isEmpty ? "" : " (" + details.joined(separator: "; ") + ")")
         } else if let quantum {
             text += ", quantum \(configured ?? "") configured" + milliseconds(quantum, rate)
         }

@@ -74,7 +74,7 @@ import TestSupport
                       ["fit", "--chain", ""]] {
             #expect(try complete(sandbox, script: script, words) == ["chain7", "mic"], "\(words)")
         }
-        #expect(try complete(sandbox, script: script, ["bypass", ""]) == ["off", "on"])
+        #expect(try complete(sandbox, script: script, ["bypass", ""]) == ["off", "on", "toggle"])
         #expect(try complete(sandbox, script: script, ["enable", ""]) == ["mic", "speaker"])
         #expect(try complete(sandbox, script: script, ["device", ""]).filter { !$0.hasPrefix("-") } == ["list", "set"])
         #expect(try complete(sandbox, script: script, ["device", "set", ""]) == ["mic", "speaker"])

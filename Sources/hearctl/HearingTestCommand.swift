@@ -1,0 +1,351 @@
+// hearctl hearing-test: the pure-tone test of HearCLI/HearingTest.swift, played through PipeWire
+// to the device the listener uses (never through hear's own chain: the tones go to the device
+// itself, so the filter does not shape them), answered with the space bar, or through a pipe:
+// each presentation is a line on stdout (`tone ear=right frequency=1000 level=-40` or
+// `level=none` for a catch trial) and each answer a line on stdin (`heard`/`y`/`1`, anything
+// else not heard, `q` stops). The result (thresholds in dBFS, estimated dB HL, reliability) is
+// saved as JSON for `hearctl fit --from-test`.
+
+import ArgumentParser
+import Foundation
+import Glibc
+import HearCLI
+import HearControl
+
+/// The test's timing: what a listener sits through, and what a simulated run counts.
+enum TestTiming {
+    /// Three pulses of 150 ms with 100 ms between (ramps of 20 ms): pulsed tones are easier to
+    /// tell from tinnitus than a steady one.
+    static let pulses = 3, pulseSeconds = 0.15, gapSeconds = 0.1, rampSeconds = 0.02
+    static var toneSeconds: Double { Double(pulses) * pulseSeconds + Double(pulses - 1) * gapSeconds }
+    /// An answer counts until this long after the tone ends.
+    static let answerSeconds = 0.9
+    /// Between presentations, at random in this range (so the listener cannot answer on rhythm).
+    static let pause = 0.4...0.8
+    /// A heard tone is answered about this long after it starts (for a simulated run's clock).
+    static let reactionSeconds = 0.5
+}
+
+/// A test result as saved: what `fit --from-test` reads.
+struct SavedHearingTest: Codable {
+    struct Ear: Codable {
+        let frequency: Double
+        let dBFS: Double?
+        let estimatedHL: Double?
+        let outcome: String
+    }
+
+    let date: String
+    let device: String?
+    let basis: String
+    let ears: [String: [Ear]]
+    let retestDifference: [String: Double]
+    let catchTrials: Int
+    let falseAlarms: Int
+    let seconds: Double
+    let doubts: [String]
+
+    static var defaultPath: String? {
+        SettingsPath.stateDirectory(environment: Discovery.environment).map { $0 + "/hearing-test.json" }
+    }
+}
+
+extension Hearctl {
+    struct HearingTestCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "hearing-test",
+            abstract: "A pure-tone hearing test per ear in the terminal; `hearctl fit --from-test` uses its result.",
+            discussion: """
+                Not a medical device: it estimates, it does not diagnose. Pulsed tones at 250 Hz to 8 kHz, \
+                one ear at a time, through your headphones (hear's own processing is not applied to them). \
+                Press space whenever you hear a tone, however faint; q stops. Some presentations are \
+                silent, to check the answers. It takes about 5 minutes. Set your volume to a comfortable \
+                level when it asks, and leave it there until the end.
+
+                Headphones' levels are not calibrated: thresholds are kept in dBFS and shown as estimated \
+                dB HL, assuming your best threshold at 500-1000 Hz is normal hearing, unless --calibration \
+                gives a measured headset's levels (lines FREQUENCY LEFT RIGHT, the dBFS level of 0 dB HL).
+
+                Answers may come through a pipe instead of a terminal: each presentation is a line on \
+                stdout (tone ear=right frequency=1000 level=-40, level=none for a silent one) and each \
+                answer a line on stdin (heard, y or 1 for heard; q stops). Examples:
+                  hearctl hearing-test
+                  hearctl hearing-test --calibration my-headset.txt
+                  hearctl fit --from-test
+                """)
+
+        @Option(help: ArgumentHelp("The output device: a name, id or description (default: the one hear's speaker chain plays to, else the default).",
+                                   valueName: "device"), completion: Complete.devices)
+        var device: String?
+        @Option(name: .customLong("first-ear"), help: "The ear tested first (the better one, if you know).") var firstEar: Ear = .right
+        @Option(help: ArgumentHelp("A measured headset's dBFS levels at 0 dB HL.", valueName: "file")) var calibration: String?
+        @Option(help: ArgumentHelp("Where to save the result (default: $XDG_STATE_HOME/hear/hearing-test.json).", valueName: "file"))
+        var output: String?
+        @Option(help: ArgumentHelp("Seed of the silent presentations' order.", valueName: "n")) var seed: UInt64 = 1
+        @Flag(name: .customLong("no-sound"), help: "Play nothing (answers through a pipe only: a simulated listener).") var noSound = false
+        @Flag(name: .customLong("any-device"), help: "Run on a device that is not headphones.") var anyDevice = false
+        @OptionGroup var json: JSONOption
+
+        mutating func validate() throws {
+            if let calibration { _ = try Self.calibration(calibration) }
+            if noSound && isatty(STDIN_FILENO) == 1 { throw ValidationError("--no-sound is for answers through a pipe, not a terminal") }
+        }
+
+        static func calibration(_ path: String) throws -> HearingCalibration {
+            guard let data = FileManager.default.contents(atPath: path), data.count < 1 << 16 else {
+                throw ValidationError("--calibration: cannot read \(path) (or it is over 64 KiB)")
+            }
+            do { return try HearingCalibration.parse(String(decoding: data, as: UTF8.self)) } catch {
+                throw ValidationError("--calibration \(path): \(error.description)")
+            }
+        }
+
+        func run() throws {
+            let terminal = isatty(STDIN_FILENO) == 1
+            let calibration = try self.calibration.map(Self.calibration) ?? .assumed
+            let player = noSound ? nil : try TonePlayer(device: device, anyDevice: anyDevice)
+            let say: (String) -> Void = { text in
+                // In pipe mode stdout carries the protocol: messages go to stderr.
+                if terminal { print(text) } else { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+            }
+            say("hearctl hearing-test: not a medical device; it estimates your hearing thresholds, it does not diagnose.")
+            if let player { for line in player.notes { say(line) } }
+            if terminal, let player {
+                say("Set your volume: a sample at speech level plays now. Make it comfortable, then leave the volume as it is. Enter starts, q quits.")
+                try player.playSample()
+                guard TerminalKeys.waitForEnter() else { throw CLIError("stopped before the test began; nothing saved") }
+                say("Press space whenever you hear a tone, however faint. q stops.")
+            }
+
+            var settings = HearingTest.Settings()
+            settings.seed = seed
+            settings.ears = firstEar == .right ? [.right, .left] : [.left, .right]
+            var test = HearingTest(settings: settings)
+            var random = SplitMix(seed: seed &+ 0x5EED)
+            var simulated = 0.0
+            let started = Date()
+            let keys = terminal ? TerminalKeys() : nil
+            defer { keys?.restore() }
+            var lastEar: Ear?
+            while let presentation = test.next() {
+                if presentation.ear != lastEar {
+                    lastEar = presentation.ear
+                    say("\(presentation.ear.rawValue) ear")
+                }
+                let pause = TestTiming.pause.lowerBound + random.uniform() * (TestTiming.pause.upperBound - TestTiming.pause.lowerBound)
+                let heard: Bool
+                if let keys {
+                    usleep(UInt32(pause * 1e6))
+                    keys.discard()
+                    if let level = presentation.level { try player?.play(presentation.frequency, level: level, ear: presentation.ear) }
+                    guard let answer = keys.answer(within: TestTiming.toneSeconds + TestTiming.answerSeconds) else {
+                        throw CLIError("stopped (q); nothing saved")
+                    }
+                    heard = answer
+                    if let progress = test.progress { FileHandle.standardOutput.write(Data("\r\(progress.done * 100 / progress.total)% ".utf8)) }
+                } else {
+                    // Unbuffered: the listener at the other end of the pipe answers each line before the next.
+                    let level = presentation.level.map { ParameterValue.format(Float($0)) } ?? "none"
+                    FileHandle.standardOutput.write(Data("tone ear=\(presentation.ear.rawValue) frequency=\(Int(presentation.frequency)) level=\(level)\n".utf8))
+                    if let level = presentation.level { try player?.play(presentation.frequency, level: level, ear: presentation.ear) }
+                    guard let line = readLine(strippingNewline: true) else { throw CLIError("the answers ended before the test did; nothing saved") }
+                    let word = line.trimmingCharacters(in: .whitespaces).lowercased()
+                    if word == "q" { throw CLIError("stopped (q); nothing saved") }
+                    heard = ["heard", "y", "yes", "1", " "].contains(word) || line == " "
+                    player?.waitForTone()
+                }
+                simulated += pause + (heard ? TestTiming.reactionSeconds : TestTiming.toneSeconds + TestTiming.answerSeconds)
+                test.answer(heard: heard)
+            }
+            let seconds = terminal ? Date().timeIntervalSince(started) : simulated
+            let result = test.result
+            let levels = calibration.hearingLevels(result)
+            let saved = SavedHearingTest(
+                date: ISO8601DateFormatter().string(from: Date()), device: player?.deviceName, basis: calibration.basis,
+                ears: Dictionary(uniqueKeysWithValues: Ear.allCases.map { ear in
+                    (ear.rawValue, (result.thresholds[ear.rawValue] ?? []).map { threshold in
+                        SavedHearingTest.Ear(frequency: threshold.frequency, dBFS: threshold.level,
+                                             estimatedHL: levels[ear]?[threshold.frequency], outcome: threshold.outcome)
+                    })
+                }),
+                retestDifference: result.retestDifference, catchTrials: result.catchTrials, falseAlarms: result.falseAlarms,
+                seconds: seconds, doubts: result.doubts)
+            guard let path = output ?? SavedHearingTest.defaultPath else {
+                throw CLIError("neither XDG_STATE_HOME nor HOME is set: give --output FILE")
+            }
+            let directory = (path as NSString).deletingLastPathComponent
+            try FileManager.default.createDirectory(atPath: directory.isEmpty ? "." : directory, withIntermediateDirectories: true)
+            try Output.encoded(saved, formatting: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: path))
+            if json.json {
+                // After the last presentation: the result, as saved, is the one JSON document on stdout.
+                Output.json(saved)
+                return
+            }
+            let report = Self.report(saved, presentations: result.presentations, simulated: !terminal) + ["saved: \(path); `hearctl fit --from-test` fits hear to it"]
+            for line in report { say(line) }
+        }
+
+        static func report(_ saved: SavedHearingTest, presentations: Int, simulated: Bool) -> [String] {
+            var rows = [["Hz"] + Ear.allCases.flatMap { ["\($0.rawValue.uppercased()) dBFS", "est. dB HL"] }]
+            for frequency in HearingTest.frequencies {
+                var row = [FitPlot.hertz(frequency)]
+                for ear in Ear.allCases {
+                    let entry = saved.ears[ear.rawValue]?.first { $0.frequency == frequency }
+                    row += [entry?.dBFS.map { FitPlot.decibels($0) } ?? (entry?.outcome ?? "-"), FitPlot.decibels(entry?.estimatedHL)]
+                }
+                rows.append(row)
+            }
+            let minutes = Int(saved.seconds) / 60, rest = Int(saved.seconds) % 60
+            var lines = [Output.table(rows), saved.basis + "."]
+            let retest = saved.retestDifference.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%+.0f", $0.value)) dB" }
+            lines.append("reliability: 1 kHz retest " + (retest.isEmpty ? "-" : retest.joined(separator: ", "))
+                         + "; \(saved.falseAlarms) of \(saved.catchTrials) silent presentations answered")
+            for doubt in saved.doubts { lines.append("doubt: \(doubt): take the test again, in a quiet room") }
+            lines.append("\(presentations) presentations in \(minutes) min \(rest) s\(simulated ? " (the test's own clock: answers came through a pipe)" : "")")
+            return lines
+        }
+    }
+}
+
+extension Ear: ExpressibleByArgument {}
+
+/// Plays the test's tones on one output device through PipeWire (pw-play), bypassing hear.
+final class TonePlayer {
+    let deviceName: String
+    var notes: [String] = []
+    private let directory: String
+    private var playing: Process?
+
+    init(device requested: String?, anyDevice: Bool) throws {
+        let devices = Devices()
+        guard devices.graph.running else {
+            throw CLIError("PipeWire is not running here (\(devices.graph.error ?? "no daemon")): no device to play the tones on", code: ExitStatus.notRunning)
+        }
+        let node: PipeWireGraph.Node
+        if let requested {
+            node = try devices.resolve(requested, for: .speaker)
+        } else if let linked = devices.graph.chains.first(where: { $0.node.mediaClass == "Audio/Sink" })?.device {
+            node = linked
+        } else if let name = devices.effectiveDefault(.speaker), let found = devices.candidates(.speaker).first(where: { $0.name == name }) {
+            node = found
+        } else {
+            throw CLIError("PipeWire has no output device to play the tones on", code: ExitStatus.error)
+        }
+        deviceName = node.name
+        let form = (node.props["device.form-factor"] ?? node.props["device.form_factor"] ?? "").lowercased()
+        let headphones = ["headphone", "headset", "handset", "hands-free"].contains(form)
+            || (node.props["device.profile.name"] ?? "").contains("headphones")
+        if !headphones && ["speaker", "internal", "tv", "computer", "car"].contains(form) && !anyDevice {
+            throw CLIError("\(node.name) is a \(form) device, not headphones: a test through speakers measures the room; use headphones, or --any-device")
+        }
+        notes.append("tones play on \(Devices.describe(node))" + (headphones ? "" : form.isEmpty
+            ? "; hearctl cannot tell whether it is headphones: use headphones, one ear at a time needs them" : ""))
+        directory = NSTemporaryDirectory() + "hear-hearing-test-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    /// A stereo float WAV of the pulsed tone at `level` dBFS peak in one ear, silence in the other.
+    static func pulsedTone(_ frequency: Double, level: Double, ear: Ear, rate: Double = 48000) -> [Float] {
+        let amplitude = pow(10, level / 20)
+        let pulse = Int(TestTiming.pulseSeconds * rate), gap = Int(TestTiming.gapSeconds * rate), ramp = Int(TestTiming.rampSeconds * rate)
+        var samples: [Float] = []
+        for index in 0..<TestTiming.pulses {
+            for n in 0..<pulse {
+                let edge = min(n, pulse - 1 - n)
+                let envelope = edge >= ramp ? 1 : 0.5 - 0.5 * cos(Double.pi * Double(edge) / Double(ramp))
+                let value = Float(amplitude * envelope * sin(2 * Double.pi * frequency * Double(n) / rate))
+                samples += ear == .left ? [value, 0] : [0, value]
+            }
+            if index < TestTiming.pulses - 1 { samples += [Float](repeating: 0, count: 2 * gap) }
+        }
+        return samples
+    }
+
+    /// The samples as a WAV file (IEEE float, two channels).
+    static func wav(_ samples: [Float], rate: Int = 48000) -> Data {
+        var data = Data()
+        func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
+        let bytes = samples.count * 4
+        data.append(contentsOf: Array("RIFF".utf8)); append(UInt32(36 + bytes)); data.append(contentsOf: Array("WAVEfmt ".utf8))
+        append(UInt32(16)); append(UInt16(3)); append(UInt16(2)); append(UInt32(rate)); append(UInt32(rate * 8)); append(UInt16(8)); append(UInt16(32))
+        data.append(contentsOf: Array("data".utf8)); append(UInt32(bytes))
+        samples.withUnsafeBytes { data.append(contentsOf: $0) }
+        return data
+    }
+
+    /// Starts the tone and returns (the answer window runs while it plays).
+    func play(_ frequency: Double, level: Double, ear: Ear) throws {
+        waitForTone()
+        let path = directory + "/tone.wav"
+        try Self.wav(Self.pulsedTone(frequency, level: level, ear: ear)).write(to: URL(fileURLWithPath: path))
+        playing = try Self.start(["--target", deviceName, path])
+    }
+
+    /// Speech-level noise for setting the volume: 2 s at -20 dBFS RMS in both ears.
+    func playSample() throws {
+        var random = SplitMix(seed: 7)
+        var previous = 0.0
+        let samples = (0..<96_000).flatMap { _ -> [Float] in
+            previous = 0.9 * previous + 0.1 * (random.uniform() * 2 - 1)  // low-passed: speech-like weight on the lows
+            let value = Float(previous * 0.55)
+            return [value, value]
+        }
+        let path = directory + "/sample.wav"
+        try Self.wav(samples).write(to: URL(fileURLWithPath: path))
+        let process = try Self.start(["--target", deviceName, path])
+        process.waitUntilExit()
+    }
+
+    func waitForTone() { playing?.waitUntilExit() }
+
+    static func start(_ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/pw-play")
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { throw CLIError("cannot run pw-play (Debian package pipewire-bin): \(error.localizedDescription)") }
+        return process
+    }
+}
+
+/// The terminal's keys one at a time, without echo, for the test's answers.
+final class TerminalKeys {
+    private var saved = termios()
+
+    init() {
+        tcgetattr(STDIN_FILENO, &saved)
+        var raw = saved
+        raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG)
+        tcsetattr(STDIN_FILENO, TCSANOW, &raw)
+    }
+
+    func restore() { tcsetattr(STDIN_FILENO, TCSANOW, &saved) }
+
+    /// Drops keys pressed before the tone (answers on rhythm or held keys).
+    func discard() { tcflush(STDIN_FILENO, TCIFLUSH) }
+
+    /// True for space within `seconds`, false when none came; nil for q, Esc or Ctrl-C.
+    func answer(within seconds: Double) -> Bool? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            if left <= 0 { return false }
+            var poller = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(left * 1000) + 1) > 0 else { continue }
+            var byte: UInt8 = 0
+            guard read(STDIN_FILENO, &byte, 1) == 1 else { return nil }
+            switch byte {
+            case UInt8(ascii: " "): return true
+            case UInt8(ascii: "q"), 27, 3: return nil
+            default: continue
+            }
+        }
+    }
+
+    /// Waits for Enter (true) or q (false) in the terminal's normal mode.
+    static func waitForEnter() -> Bool {
+        guard let line = readLine() else { return false }
+        return line.trimmingCharacters(in: .whitespaces).lowercased() != "q"
+    }
+}

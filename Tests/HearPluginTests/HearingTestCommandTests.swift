@@ -1,0 +1,97 @@
+// `hearctl hearing-test` through its pipe interface, with this test as the simulated listener (it
+// answers each `tone` line from known thresholds), then `hearctl fit --from-test` on the result.
+
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+
+@Suite struct HearingTestCommandTests {
+    init() throws { try Built.require() }
+
+    /// Thresholds (dBFS) of a sloping loss, the same in both ears.
+    static let thresholds: [Int: Double] = [250: -78, 500: -83, 1000: -84, 2000: -76, 3000: -66, 4000: -58, 6000: -46, 8000: -34]
+
+    @Test func aSimulatedListenerThroughThePipeGetsItsThresholdsAndAFit() throws {
+        let sandbox = try Sandbox()
+        let resultPath = sandbox.base + "/test.json"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Built.hearctl)
+        process.arguments = ["hearing-test", "--no-sound", "--output", resultPath]
+        process.environment = sandbox.environment
+        let input = Pipe(), output = Pipe(), errors = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var buffer = Data()
+        func line() -> String? {
+            while true {
+                if let newline = buffer.firstIndex(of: 0x0A) {
+                    let text = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                    return text
+                }
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { return nil }
+                buffer += chunk
+            }
+        }
+        var presentations = 0, silent = 0
+        while let text = line() {
+            #expect(text.hasPrefix("tone ear="), "\(text)")
+            let fields = Dictionary(uniqueKeysWithValues: text.split(separator: " ").dropFirst().compactMap { field -> (String, String)? in
+                let parts = field.split(separator: "=", maxSplits: 1)
+                return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+            })
+            presentations += 1
+            let frequency = Int(fields["frequency"] ?? "") ?? 0
+            let heard: Bool
+            if fields["level"] == "none" {
+                silent += 1
+                heard = false
+            } else {
+                let level = try #require(Double(fields["level"] ?? ""), "\(text)")
+                heard = level >= (Self.thresholds[frequency] ?? 0)
+            }
+            input.fileHandleForWriting.write(Data((heard ? "heard\n" : "no\n").utf8))
+        }
+        process.waitUntilExit()
+        let report = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(report)")
+        print("hearing-test through a pipe: \(presentations) presentations (\(silent) silent); its report:\n\(report)")
+        #expect(report.contains("not a medical device") && report.contains("estimated dB HL") && report.contains("the test's own clock"))
+        let minutes = try #require(report.firstMatch(of: /in (\d+) min (\d+) s/))
+        #expect(Int(minutes.1)! * 60 + Int(minutes.2)! < 300, "\(report)")
+
+        let saved = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: resultPath))) as? [String: Any])
+        let right = try #require((saved["ears"] as? [String: Any])?["right"] as? [[String: Any]])
+        for entry in right {
+            let frequency = Int(entry["frequency"] as? Double ?? 0)
+            let found = try #require(entry["dBFS"] as? Double, "\(entry)")
+            #expect(found >= Self.thresholds[frequency]! && found < Self.thresholds[frequency]! + 5, "\(frequency) Hz: \(found)")
+        }
+        #expect(saved["catchTrials"] as? Int == silent && saved["falseAlarms"] as? Int == 0)
+
+        // The fit reads it, says the thresholds are estimates and how reliable the test was.
+        let fit = try sandbox.hearctl("fit", "--dry-run", "--from-test", resultPath)
+        #expect(fit.status == 0, "\(fit.stderr)")
+        #expect(fit.stdout.contains("audiogram from the hearing test of") && fit.stdout.contains("estimated thresholds")
+                && fit.stdout.contains("reliability: 1 kHz retest"), "\(fit.stdout)")
+        let mixed = try sandbox.hearctl("fit", "--dry-run", "--from-test", resultPath, "--left", "500:30")
+        #expect(mixed.status == 2 && mixed.stderr.contains("leave out --left and --right"), "\(mixed.stderr)")
+        let none = try sandbox.hearctl("fit", "--dry-run", "--from-test")
+        #expect(none.status == 2 && none.stderr.contains("hearctl hearing-test` makes one"), "\(none.stderr)")
+    }
+
+    /// The answers ending early (the listener gone) save nothing and say so.
+    @Test func answersEndingEarlySaveNothing() throws {
+        let sandbox = try Sandbox()
+        let resultPath = sandbox.base + "/test.json"
+        let result = try Command.run("/bin/sh", ["-c", "printf 'heard\\nno\\nheard\\n' | \"$0\" hearing-test --no-sound --output \"$1\"",
+                                                 Built.hearctl, resultPath], environment: sandbox.environment)
+        #expect(result.status == 1 && result.stderr.contains("the answers ended before the test did; nothing saved"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: resultPath))
+    }
+}
