@@ -231,7 +231,12 @@ extension Hearctl {
                 presetPath = try Self.savePreset(preset, values: values, comment: commandLine)
             }
             if let svg {
-                try FitPlot.svg(ears: ears, rule: rule, maxGain: maxGain).write(toFile: svg, atomically: true, encoding: .utf8)
+                let note = fromTest ? (try? savedTest).map { test in
+                    "estimated thresholds (hearing-test of \(test.date)); 1 kHz retest "
+                        + test.retestDifference.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%+.0f", $0.value)) dB" }.joined(separator: ", ")
+                        + "; \(test.falseAlarms) of \(test.catchTrials) silent presentations answered"
+                } : nil
+                try FitPlot.svg(ears: ears, rule: rule, maxGain: maxGain, note: note).write(toFile: svg, atomically: true, encoding: .utf8)
             }
 
             if output.json {

@@ -140,7 +140,7 @@ enum FitPlot {
 
     /// Both ears side by side, as an SVG document: per ear the audiogram (0 dB HL at the top,
     /// ○ right, × left) above the gain chart (target dashed, delivered solid).
-    static func svg(ears: [FittedEar], rule: FittingRule, maxGain: Double) -> String {
+    static func svg(ears: [FittedEar], rule: FittingRule, maxGain: Double, note: String? = nil) -> String {
         let panelWidth = 420.0, panelHeight = 220.0, margin = 60.0, gap = 50.0, between = 70.0
         let width = margin + Double(ears.count) * (panelWidth + gap)
         let height = margin + 2 * panelHeight + between + 80
@@ -153,6 +153,11 @@ enum FitPlot {
             gain cap \(Fitting.format(maxGain)) dB (not a medical device)</text>
 
             """
+        if let note {
+            // Where the thresholds came from (an estimate, with its reliability), along the bottom.
+            let escaped = note.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            out += "<text x=\"\(margin)\" y=\"\(Int(height) - 10)\" fill=\"#555\">\(escaped)</text>\n"
+        }
         for (index, ear) in ears.enumerated() {
             let x0 = margin + Double(index) * (panelWidth + gap)
             func x(_ f: Double) -> Double { x0 + position(f) * panelWidth }

@@ -75,7 +75,9 @@ import TestSupport
         #expect(saved["catchTrials"] as? Int == silent && saved["falseAlarms"] as? Int == 0)
 
         // The fit reads it, says the thresholds are estimates and how reliable the test was.
-        let fit = try sandbox.hearctl("fit", "--dry-run", "--from-test", resultPath)
+        let svg = sandbox.base + "/fit.svg"
+        let fit = try sandbox.hearctl("fit", "--dry-run", "--from-test", resultPath, "--svg", svg)
+        #expect(try String(contentsOfFile: svg, encoding: .utf8).contains("estimated thresholds (hearing-test of"))
         #expect(fit.status == 0, "\(fit.stderr)")
         #expect(fit.stdout.contains("audiogram from the hearing test of") && fit.stdout.contains("estimated thresholds")
                 && fit.stdout.contains("reliability: 1 kHz retest"), "\(fit.stdout)")
