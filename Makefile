@@ -174,7 +174,7 @@ DEB_TRAIN = python3-torch python3-numpy python3-scipy python3-matplotlib python3
   $(shell sed -e 's/#.*//' training/debian-packages)
 TRAIN := .build/train
 TRAIN_PY := /usr/bin/python3
-TRAIN_CLIPS ?= 3000
+TRAIN_CLIPS ?= 6000
 # Clips at 16 and at 8 kHz each (the suppressor's framing and bands differ below 32 kHz; the model has to know those streams too).
 TRAIN_BAND_CLIPS ?= 500
 # Optimizer updates (one per window of 400 steps of 32 clips; train.py): about 50 minutes for 15000 at
