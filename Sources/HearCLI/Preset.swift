@@ -19,7 +19,7 @@ public struct Preset: Sendable {
     public static let builtIn: [Preset] = [
         Preset(name: "voice-call", summary: "Your microphone in calls: rumble cut, steady level, a little presence", settings: Settings([
             .init(.eqHighPassFrequency, 100), .init(.eqLowShelfGain, -2), .init(.eqPeak2Frequency, 2500), .init(.eqPeak2Gain, 3),
-            .init(.compThreshold, -28), .init(.compRatio, 3), .init(.compMakeup, 4), .init(.nsReduction, 20),
+            .init(.compThreshold, -28), .init(.compRatio, 3), .init(.compMakeup, 4), .init(.nsReduction, 25),
         ])),
         Preset(name: "noisy-room", summary: "Strong noise suppression and a firm compressor for a loud place", settings: Settings([
             .init(.nsReduction, 32), .init(.eqHighPassFrequency, 140), .init(.eqPeak3Gain, 3), .init(.compThreshold, -30),

@@ -101,7 +101,7 @@ public enum Parameter: Int, CaseIterable, Sendable {
             return .init(key: "ns.enable", minimum: 0, maximum: 1, defaultValue: 1, unit: "", scale: .toggle,
                          help: "Noise suppression on/off")
         case .nsReduction:
-            return .init(key: "ns.reduction", minimum: 0, maximum: 40, defaultValue: 20, unit: "dB", scale: .linear,
+            return .init(key: "ns.reduction", minimum: 0, maximum: 50, defaultValue: 25, unit: "dB", scale: .linear,
                          help: "Most the noise suppressor may attenuate noise")
         case .nsSensitivity:
             return .init(key: "ns.sensitivity", minimum: 0, maximum: 100, defaultValue: 50, unit: "%", scale: .linear,

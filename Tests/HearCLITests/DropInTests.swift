@@ -17,7 +17,7 @@ import Testing
         #expect(chains.count == 1)
         let mic = try #require(chains.first)
         #expect(mic.chain == 1 && mic.label == "hear_mono" && mic.description == "Hear: enhanced microphone")
-        #expect(mic.settings[.eqHighPassFrequency] == 100 && mic.settings[.compRatio] == 3 && mic.settings[.nsReduction] == 18)
+        #expect(mic.settings[.eqHighPassFrequency] == 100 && mic.settings[.compRatio] == 3 && mic.settings[.nsReduction] == 25)
         #expect(mic.settings[.gain] == nil)
         #expect(mic.configured(.gain) == 0 && mic.configured(.compThreshold) == -28)
 

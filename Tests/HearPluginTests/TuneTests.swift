@@ -142,7 +142,7 @@ struct TuneTests {
             #expect(row(pane, label) != nil, "no '\(label)' row:\n\(pane)")
         }
         #expect(pane.contains("> bypass"), "\(pane)")
-        #expect(row(pane, "noise reduction")?.contains("20 dB") == true && row(pane, "comp ratio")?.contains("4:1") == true, "\(pane)")
+        #expect(row(pane, "noise reduction")?.contains("25 dB") == true && row(pane, "comp ratio")?.contains("4:1") == true, "\(pane)")
         #expect(row(pane, "noise model")?.contains("[learned]") == true, "\(pane)")
         // The meters of the running chain: a 0.02 sine is -37 dBFS RMS at the input.
         let input = try #require(pane.split(separator: "\n").first { $0.hasPrefix("  in ") }, "\(pane)")
