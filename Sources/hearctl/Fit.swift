@@ -167,7 +167,9 @@ extension Hearctl {
         }
 
         func run() throws {
-            let (leftAudiogram, rightAudiogram) = try audiograms
+            // The test's result is read once: its audiograms, and its reliability beside the fit.
+            let test = fromTest ? try savedTest : nil
+            let (leftAudiogram, rightAudiogram) = try test.map(Self.audiograms) ?? audiograms
             let chainNumber = ChainName.number(chain) ?? 2
             var values = ParameterValues()
             var rate = 48000.0
@@ -231,11 +233,7 @@ extension Hearctl {
                 presetPath = try Self.savePreset(preset, values: values, comment: commandLine)
             }
             if let svg {
-                let note = fromTest ? (try? savedTest).map { test in
-                    "estimated thresholds (hearing-test of \(test.date)); 1 kHz retest "
-                        + test.retestDifference.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%+.0f", $0.value)) dB" }.joined(separator: ", ")
-                        + "; \(test.falseAlarms) of \(test.catchTrials) silent presentations answered"
-                } : nil
+                let note = test.map { "estimated thresholds (hearing-test of \($0.date)); \($0.reliability)" }
                 try FitPlot.svg(ears: ears, rule: rule, maxGain: maxGain, note: note).write(toFile: svg, atomically: true, encoding: .utf8)
             }
 
@@ -245,13 +243,10 @@ extension Hearctl {
                                   ears: Dictionary(ears.map { ($0.name, Reply.Ear($0)) }, uniquingKeysWith: { $1 })))
                 return
             }
-            if fromTest, let test = try? savedTest {
+            if let test {
                 // The test's thresholds are estimates: say so, and how far to trust them, beside the fit.
                 print("audiogram from the hearing test of \(test.date): \(test.basis)")
-                let retest = test.retestDifference.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%+.0f", $0.value)) dB" }
-                print("reliability: 1 kHz retest \(retest.isEmpty ? "-" : retest.joined(separator: ", ")); "
-                      + "\(test.falseAlarms) of \(test.catchTrials) silent presentations answered"
-                      + (test.doubts.isEmpty ? "" : "; doubts: " + test.doubts.joined(separator: "; ")))
+                print("reliability: " + test.reliability + (test.doubts.isEmpty ? "" : "; doubts: " + test.doubts.joined(separator: "; ")))
                 print()
             }
             for ear in ears {

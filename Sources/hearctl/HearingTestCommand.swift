@@ -45,6 +45,12 @@ struct SavedHearingTest: Codable {
     let seconds: Double
     let doubts: [String]
 
+    /// How far to trust the result, in one line: the 1 kHz retest and the catch trials.
+    var reliability: String {
+        let retest = retestDifference.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%+.0f", $0.value)) dB" }
+        return "1 kHz retest \(retest.isEmpty ? "-" : retest.joined(separator: ", ")); \(falseAlarms) of \(catchTrials) silent presentations answered"
+    }
+
     static var defaultPath: String? {
         SettingsPath.stateDirectory(environment: Discovery.environment).map { $0 + "/hearing-test.json" }
     }
@@ -151,7 +157,7 @@ extension Hearctl {
                     guard let line = readLine(strippingNewline: true) else { throw CLIError("the answers ended before the test did; nothing saved") }
                     let word = line.trimmingCharacters(in: .whitespaces).lowercased()
                     if word == "q" { throw CLIError("stopped (q); nothing saved") }
-                    heard = ["heard", "y", "yes", "1", " "].contains(word) || line == " "
+                    heard = ["heard", "y", "yes", "1"].contains(word) || line == " "
                     player?.waitForTone()
                 }
                 simulated += pause + (heard ? TestTiming.reactionSeconds : TestTiming.toneSeconds + TestTiming.answerSeconds)
@@ -197,9 +203,7 @@ extension Hearctl {
             }
             let minutes = Int(saved.seconds) / 60, rest = Int(saved.seconds) % 60
             var lines = [Output.table(rows), saved.basis + "."]
-            let retest = saved.retestDifference.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%+.0f", $0.value)) dB" }
-            lines.append("reliability: 1 kHz retest " + (retest.isEmpty ? "-" : retest.joined(separator: ", "))
-                         + "; \(saved.falseAlarms) of \(saved.catchTrials) silent presentations answered")
+            lines.append("reliability: " + saved.reliability)
             for doubt in saved.doubts { lines.append("doubt: \(doubt): take the test again, in a quiet room") }
             lines.append("\(presentations) presentations in \(minutes) min \(rest) s\(simulated ? " (the test's own clock: answers came through a pipe)" : "")")
             return lines

@@ -147,18 +147,12 @@ struct PipeWireGraph {
         // The quantum the driver runs now is what the chains' instances are called with; the
         // settings only say what was configured (a client asking for more latency raises it).
         let now = Array(Set(runningBlocks)).sorted()
-        func milliseconds(_ frames: Int, _ rate: Int?) -> String {
-            rate.map { String(format: " (%.1f ms)", Double(frames) * 1000 / Double($0)) } ?? ""
-        }
         let configured = quantum.map { "\($0)" + (forced("clock.force-quantum") != nil ? " (forced)" : "") }
-        if !now.isEmpty {
-            var details: [String] = []
-            if let rate { details.append(String(format: "%.1f ms", Double(now[0]) * 1000 / Double(rate))) }
-            if let quantum, now != [quantum] { details.append("configured \(configured ?? "\(quantum)")") }
-            text += ", quantum \(now.map(String.init).joined(separator: "/")) now" + (details.isEmpty ? "" : " (" + details.joined(separator: "; ") + ")")
-        } else if let quantum {
-            text += ", quantum \(configured ?? "") configured" + milliseconds(quantum, rate)
-        }
+        guard let shown = now.first ?? quantum else { return text }
+        var details = rate.map { [String(format: "%.1f ms", Double(shown) * 1000 / Double($0))] } ?? []
+        if !now.isEmpty, let quantum, let configured, now != [quantum] { details.append("configured \(configured)") }
+        let label = now.isEmpty ? "\(configured ?? "") configured" : now.map(String.init).joined(separator: "/") + " now"
+        text += ", quantum \(label)" + (details.isEmpty ? "" : " (" + details.joined(separator: "; ") + ")")
         return text
     }
 

@@ -23,7 +23,9 @@ enum PresetStore {
     static let maximumBytes = 64 << 10
 
     /// The user's preset `name`, or nil when there is none. One that exists but cannot be used is an
-    /// error, never a silent fall-back to the built-in preset of that name.
+    /// error, never a silent fall-back to the built-in preset of that name. Not Syscall.readRegularFile:
+    /// that refuses symbolic links (right for shared directories), and a preset linked from a dotfiles
+    /// folder is the user's own.
     static func user(_ name: String) throws -> Settings? {
         guard let path = path(name) else { return nil }
         var info = stat()
