@@ -42,8 +42,7 @@ import TestSupport
         try generated.stdout.write(toFile: script, atomically: true, encoding: .utf8)
         // Chains: mic configured by a drop-in, chain 7 running; a preset of the user's own.
         try sandbox.writeDropIn(chain: 1, controls: ["gain": 3])
-        let host = try HostProcess(sandbox, chain: 7)
-        try sandbox.waitForInstance(chain: 7)
+        let host = try sandbox.startHost(chain: 7)
         let presets = sandbox.config + "/hear/presets"
         try FileManager.default.createDirectory(atPath: presets, withIntermediateDirectories: true)
         try "gain = 4\n".write(toFile: presets + "/mine.conf", atomically: true, encoding: .utf8)

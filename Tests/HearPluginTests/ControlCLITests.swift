@@ -71,8 +71,7 @@ import TestSupport
 
     @Test func jsonShapesAndTextOutputWithARunningFilter() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         usleep(300_000)
 
         let status = try sandbox.hearctlJSON("status")
@@ -136,8 +135,7 @@ import TestSupport
 
     @Test func presetsSaveLoadShowDelete() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 2)
-        try sandbox.waitForInstance(chain: 2)
+        let host = try sandbox.startHost(chain: 2)
 
         let builtIn = try sandbox.hearctlJSON("preset", "list")
         let names = (builtIn["presets"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
@@ -270,8 +268,7 @@ import TestSupport
     /// changes, units checked on input, and no escape codes into a pipe.
     @Test func outputIsRoundedUnitsAreCheckedAndPipesGetNoEscapeCodes() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         #expect(try sandbox.hearctl("set", "eq.low.freq", "200.00002", "gain", "0.1").status == 0)
         #expect(try sandbox.hearctl("get", "eq.low.freq", "gain").stdout == "eq.low.freq = 200 Hz\ngain = 0.1 dB\n")
         let raw = try sandbox.hearctl("get", "gain", "--json").stdout

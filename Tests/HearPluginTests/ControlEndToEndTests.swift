@@ -70,8 +70,7 @@ import TestSupport
     /// the server keeps serving everyone else.
     @Test func malformedRequestsChangeNothingAndTheServerOutlivesThem() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let before = try sandbox.hearctl("get", "--json")
         let path = try #require(sandbox.sockets.first)
 
@@ -146,8 +145,7 @@ import TestSupport
     /// audio thread, and the last value wins (in the instance, in `get`, in the state file, in the sound).
     @Test func concurrentSetsKeepTheAudioThreadCleanAndTheLastValueWins() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 2)
-        try sandbox.waitForInstance(chain: 2)
+        let host = try sandbox.startHost(chain: 2)
         usleep(200_000)
         let baselineEnd = monotonicNow()
         let path = try #require(sandbox.sockets.first)
@@ -201,8 +199,7 @@ import TestSupport
     @Test(.enabled(if: getuid() == 0, "refusing another uid needs root to run a client as uid 65534 (setpriv)"))
     func aClientOfAnotherUserIsRefused() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let path = try #require(sandbox.sockets.first)
         // Open the doors the file system guards, so that only the server's own check remains.
         chmod(sandbox.base, 0o755)
@@ -284,8 +281,7 @@ import TestSupport
     /// still takes settings, which it applies when it runs again.
     @Test func aSuspendedInstanceShowsIdleAndStillTakesSettings() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         usleep(300_000)
         func instance() throws -> [String: Any] {
             try #require((try sandbox.hearctlJSON("status"))["instances"] as? [[String: Any]]).first ?? [:]
@@ -311,8 +307,7 @@ import TestSupport
         let sandbox = try Sandbox()
         try FileManager.default.createDirectory(atPath: sandbox.state + "/hear", withIntermediateDirectories: true)
         try Data([0x00, 0xFF, 0x0A, 0x67, 0x61, 0x69, 0x6E, 0x0A]).write(to: URL(fileURLWithPath: sandbox.stateFile(chain: 1)))
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         usleep(100_000)
         #expect(try sandbox.value("gain", chain: 1) == 0)
         let status = try sandbox.hearctl("status")

@@ -14,8 +14,7 @@ import Testing
     /// from a second client is answered while most of the first client's replies are still owed.
     @Test func pipelinedSyncsDoNotStarveOtherClients() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let path = try #require(sandbox.sockets.first)
         let flooder = try RawClient(path: path, timeout: 60)
         _ = flooder.readLine()
@@ -47,8 +46,7 @@ import Testing
     /// reports ECONNRESET on the server's side), still has its set applied: 20 of 20.
     @Test func aSetFollowedByCloseApplies() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let path = try #require(sandbox.sockets.first)
         var applied = 0
         for round in 0..<20 {
@@ -74,8 +72,7 @@ import Testing
     /// `error too-long` and the connection ends: a ping after it gets nothing.
     @Test func aTooLongLineInTwoPiecesEndsTheConnection() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let path = try #require(sandbox.sockets.first)
         let client = try RawClient(path: path)
         _ = client.readLine()
@@ -102,8 +99,7 @@ import Testing
     /// A client silent for the idle timeout is told so before the server closes the connection.
     @Test func anIdleClientIsToldWhyItIsClosed() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let path = try #require(sandbox.sockets.first)
         let client = try RawClient(path: path, timeout: 15)
         _ = client.readLine()

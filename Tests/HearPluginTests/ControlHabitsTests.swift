@@ -20,8 +20,7 @@ import TestSupport
     /// negative value; a switch takes no step; a step larger than the range is refused whole.
     @Test func relativeStepsStartFromTheCurrentValue() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         #expect(try sandbox.hearctl("set", "gain", "6").status == 0)
         let up = try sandbox.hearctl("set", "gain", "+2")
         #expect(up.status == 0 && up.stdout == "chain 1 (mic): gain = 8 dB\n", "\(up.stdout)\(up.stderr)")
@@ -46,8 +45,7 @@ import TestSupport
     /// `bypass toggle` and `toggle` switch to the other state and say which.
     @Test func toggleSwitchesBypassAndPrintsTheNewState() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let on = try sandbox.hearctl("bypass", "toggle")
         #expect(on.status == 0 && on.stdout.contains("bypassed"), "\(on.stdout)\(on.stderr)")
         #expect(try sandbox.value("bypass", chain: 1) == 1)

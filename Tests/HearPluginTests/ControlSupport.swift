@@ -131,6 +131,14 @@ extension Sandbox {
             .map { (try? String(contentsOfFile: base + "/" + $0, encoding: .utf8)) ?? "" }
         throw HostError.load("no instance of chain \(chain) appeared in 10 s; hearctl said: \(last); host logs: \(logs)")
     }
+
+    /// hear-host running one mono instance of `chain` (HostProcess's defaults), once `hearctl
+    /// status` lists it; if it never does, the host is killed as the error leaves.
+    func startHost(chain: Int) throws -> HostProcess {
+        let host = try HostProcess(self, chain: chain)
+        try waitForInstance(chain: chain)
+        return host
+    }
 }
 
 /// hear-host running libhear.so in real time; killed by pid at the latest when this goes.

@@ -48,8 +48,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     /// `<chain>.conf.tmp-<pid>`) is never written through, and the state file stays a regular file.
     @Test func aSymlinkAtTheTemporaryNameIsNotFollowed() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let directory = sandbox.state + "/hear"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let victim = sandbox.base + "/victim.txt"
@@ -100,8 +99,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     /// loses at most the last second; `hearctl set --sync` returns only once the value is on disk.
     @Test func killDashNineLosesAtMostTheLastSecond() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let path = try #require(sandbox.sockets.first)
         let client = try RawClient(path: path)
         _ = client.readLine()
@@ -244,8 +242,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     /// its replies are pending costs the control thread no CPU, and still gets every reply.
     @Test func endOfInputWithRepliesPendingNeitherSpinsNorLosesThem() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let path = try #require(sandbox.sockets.first)
         let control = try #require(ThreadProbe.thread(of: host.pid, named: "hear-control"))
         let client = try RawClient(path: path, timeout: 10)
@@ -270,8 +267,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     /// served, and each trickler is told `error timeout` once its line is 5 s old.
     @Test func slowSendersCannotHoldEverySlot() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let path = try #require(sandbox.sockets.first)
         var slow: [RawClient] = []
         for _ in 0..<16 {
@@ -309,8 +305,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     /// value wins and the audio stays clean.
     @Test func pipelinedRequestsAreAnsweredInOrderAndPipelinedSetsAllAcknowledged() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let path = try #require(sandbox.sockets.first)
         let client = try RawClient(path: path, timeout: 10)
         _ = client.readLine()

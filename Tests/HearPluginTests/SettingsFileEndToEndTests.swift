@@ -19,8 +19,7 @@ import Testing
         let damaged = ["gain = 6\ncomp.ratio = banana\n", "gain = 5\nfirst damage\n", "gain = 4\nsecond = damage\n"]
         for text in damaged.prefix(2) {
             try text.write(toFile: state, atomically: true, encoding: .utf8)
-            let host = try HostProcess(sandbox, chain: 1)
-            try sandbox.waitForInstance(chain: 1)
+            let host = try sandbox.startHost(chain: 1)
             #expect(sandbox.waitFor(3) { sandbox.read(state).map { !$0.contains("damage") && !$0.contains("banana") } == true },
                     "never rewritten: \(sandbox.read(state) ?? "none")")
             _ = try host.stop()
@@ -47,8 +46,7 @@ import Testing
         let large = "gain = 5\n" + String(repeating: comment, count: 70_000 / comment.utf8.count) + "comp.ratio = 3\n"
         #expect(large.utf8.count > 65_536)
         try large.write(toFile: state, atomically: true, encoding: .utf8)
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         #expect(try sandbox.value("gain", chain: 1) == 5, "the 70 KB file was not read")
         #expect(try sandbox.hearctl("set", "--sync", "comp.threshold", "=-20").status == 0)
         let saved = sandbox.read(state) ?? ""
@@ -75,8 +73,7 @@ import Testing
         let abandoned = [state + ".tmp-\(dead)-12345", state + ".tmp-\(dead)-678"]
         let live = state + ".tmp-\(getpid())-999"
         for path in abandoned + [live] { try "gain = 1\n".write(toFile: path, atomically: false, encoding: .utf8) }
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         #expect(try sandbox.hearctl("set", "--sync", "gain", "3").status == 0)
         for path in abandoned { #expect(!FileManager.default.fileExists(atPath: path), "\(path) is still there") }
         #expect(FileManager.default.fileExists(atPath: live), "a live writer's temporary file was removed")
@@ -89,8 +86,7 @@ import Testing
         let sandbox = try Sandbox()
         try FileManager.default.createDirectory(atPath: sandbox.state, withIntermediateDirectories: true)
         try "not a directory\n".write(toFile: sandbox.state + "/hear", atomically: true, encoding: .utf8)
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let failed = try sandbox.hearctl("set", "--sync", "gain", "2")
         #expect(failed.status != 0, "a save into a file that is no directory succeeded")
         let before = try sandbox.hearctl("status")

@@ -226,8 +226,7 @@ struct TuneTests {
 
     @Test func everyWayOutRestoresTheTerminal() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let tmux = try TmuxSession(sandbox)
         // Esc and Ctrl-C are keys that quit (exit 0).
         for key in ["Escape", "C-c"] {
@@ -253,8 +252,7 @@ struct TuneTests {
 
     @Test func resizedTerminalsGetAFittingScreen() throws {
         let sandbox = try Sandbox()
-        let host = try HostProcess(sandbox, chain: 1)
-        try sandbox.waitForInstance(chain: 1)
+        let host = try sandbox.startHost(chain: 1)
         let tmux = try TmuxSession(sandbox)
         _ = try startTune(tmux, sandbox)
         for (width, height) in [(60, 16), (120, 40), (80, 24)] {
