@@ -88,9 +88,10 @@ func snrImprovement(rate: Double, noise makeNoise: (inout SignalMaker, Int) -> [
     /// is not asked to fail there; without the estimator's bound on the learned mask, 7.01, 7.63,
     /// 7.29, 7.88, 7.97 on time); key clicks 10.36 / 7.87, 9.53 / 8.41, 7.28 / 7.94, 7.07 / 7.31,
     /// 4.13 / 5.13. From 44.1 kHz up the model lets most of these synthetic clicks through on time
-    /// too, and a mask one hop late, bounded by the estimator's gains of the frame before, lowers
-    /// their tails a little more: there the bound only guards against losing more (the deciding
-    /// set's keyboard clips, recorded speech at 48 kHz, score 1.82 PESQ-WB on time; EVALUATION.md).
+    /// too, and since the estimator bounds the learned mask (on-time figures unchanged) the mask
+    /// one hop late scores higher than on time: there the bound only guards against losing more
+    /// (the deciding set's keyboard clips, recorded speech at 48 kHz, score 1.82 PESQ-WB on time;
+    /// EVALUATION.md).
     static let bounds: [Double: (noise: Double, clicks: Double, lateFailsClicks: Bool)] = [
         8000: (7.2, 8.5, true), 16000: (7.9, 8.7, true), 44100: (7.4, 7.2, false), 48000: (7.95, 6.9, false),
         96000: (8.0, 3.6, false),
