@@ -102,7 +102,7 @@ public enum Parameter: Int, CaseIterable, Sendable {
                          help: "Noise suppression on/off")
         case .nsReduction:
             return .init(key: "ns.reduction", minimum: 0, maximum: 50, defaultValue: 25, unit: "dB", scale: .linear,
-                         help: "Most the noise suppressor may attenuate noise")
+                         help: "How far the noise suppressor lowers noise")
         case .nsSensitivity:
             return .init(key: "ns.sensitivity", minimum: 0, maximum: 100, defaultValue: 50, unit: "%", scale: .linear,
                          help: "How readily the noise suppressor treats sound as noise (50 = neutral)")

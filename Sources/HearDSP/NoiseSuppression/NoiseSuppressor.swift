@@ -267,8 +267,8 @@ public struct NoiseSuppressor: ~Copyable {
             learnedGains.bands.interpolate(learnedGains.bandGain, into: learnedGains.binGain)
         }
         if learnedMix > 0 {
-            learnedGains.blend(into: appliedGain, estimator: spectralGain.binGain, floor: floorGain, strength: mix,
-                               weight: learnedMix)
+            learnedGains.blend(into: appliedGain, estimator: spectralGain.binGain, power: estimate.power, noise: estimate.noise,
+                               floor: floorGain, strength: mix, weight: learnedMix)
             speechProbability += learnedMix * meterRate * (learnedGains.speech - speechProbability)
         }
         learnedMix += learnedRate * (target - learnedMix)
