@@ -136,10 +136,7 @@ func snrImprovement(rate: Double, noise makeNoise: (inout SignalMaker, Int) -> [
         let attenuation = decibels(meanSquare(noise[first..<last]) / meanSquare(out.mixture[first..<last]))
         // ns.reduction - 3 dB at both rates: measured 25.0 at 8 and at 48 kHz.
         #expect(attenuation >= 22, "steady noise alone from 0.2 s at \(rate) Hz: \(attenuation) dB down (ns.reduction 25)")
-        var keyMaker = SignalMaker(seed: 37)
-        let keys = keyMaker.keyboard(rate: rate, count: count)
-        let keysOut = separate(speech: [Float](repeating: 0, count: count), noise: keys, rate: rate, values: learnedValues())
-        let keyAttenuation = decibels(meanSquare(keys[first..<last]) / meanSquare(keysOut.mixture[first..<last]))
+        let keyAttenuation = Self.keyClicksAloneAttenuation(rate: rate, seconds: 3, values: learnedValues())
         print("learned, noise alone from 0.2 s at \(rate) Hz: steady \(attenuation) dB, key clicks \(keyAttenuation) dB down")
         // Measured 40.1 dB at 8 kHz and 40.8 at 48 kHz; with the floor at ns.reduction below each
         // click instead of below the steady noise, 25.0 at both.
@@ -149,15 +146,18 @@ func snrImprovement(rate: Double, noise makeNoise: (inout SignalMaker, Int) -> [
     /// At ns.reduction 0 the learned mode lowers nothing, key clicks included: a transient's floor
     /// goes below ns.reduction by at most ns.reduction itself.
     @Test func noReductionLeavesKeyClicksAlone() {
-        let rate = 48000.0
-        let count = Int(rate * 2)
+        let attenuation = Self.keyClicksAloneAttenuation(rate: 48000, seconds: 2, values: learnedValues([.nsReduction: 0]))
+        #expect(abs(attenuation) < 0.1, "key clicks alone at ns.reduction 0: \(attenuation) dB down")
+    }
+
+    /// How far (dB) key clicks alone go down from 0.2 s after the stream starts.
+    static func keyClicksAloneAttenuation(rate: Double, seconds: Double, values: ParameterValues) -> Double {
+        let count = Int(rate * seconds)
         var keyMaker = SignalMaker(seed: 37)
         let keys = keyMaker.keyboard(rate: rate, count: count)
-        let out = separate(speech: [Float](repeating: 0, count: count), noise: keys, rate: rate,
-                           values: learnedValues([.nsReduction: 0]))
+        let out = separate(speech: [Float](repeating: 0, count: count), noise: keys, rate: rate, values: values)
         let first = Int(rate * 0.2), last = count - out.latency
-        let attenuation = decibels(meanSquare(keys[first..<last]) / meanSquare(out.mixture[first..<last]))
-        #expect(abs(attenuation) < 0.1, "key clicks alone at ns.reduction 0: \(attenuation) dB down")
+        return decibels(meanSquare(keys[first..<last]) / meanSquare(out.mixture[first..<last]))
     }
 
     /// Clean speech passes: the output against the input, aligned, SI-SDR-like (scale-invariant).

@@ -56,7 +56,9 @@ struct LearnedGains: ~Copyable {
     let bandEstimateGain: UnsafeMutablePointer<Float>
     let binGain: UnsafeMutablePointer<Float>
     let binScratch: UnsafeMutablePointer<Float>
-    /// Per bin: the floor's factor, 1 for steady noise, lower under a transient (`blend`).
+    /// The floor's factor, 1 for steady noise, lower under a transient (`blend`): per statistics
+    /// bin, then spread to every bin.
+    let statsFloor: UnsafeMutablePointer<Float>
     let binFloor: UnsafeMutablePointer<Float>
     /// Band power to the level at 48 kHz (see the header).
     let levelScale: Float
@@ -81,6 +83,7 @@ struct LearnedGains: ~Copyable {
         bandEstimateGain = arena.floats(count)
         binGain = arena.floats(stats.bins, 1)
         binScratch = arena.floats(stats.bins)
+        statsFloor = arena.floats(stats.count, 1)
         binFloor = arena.floats(stats.bins, 1)
         levelScale = powerNormalization * Float(n) * Float(48000 / sampleRate)
     }
@@ -174,9 +177,9 @@ struct LearnedGains: ~Copyable {
         let margin = Self.transientMargin, depth = Self.transientDepth
         for j in upTo(stats.count) {
             let ratio = margin * noise[j] / max(power[j], 1e-30)
-            let factor = max(LibM.sqrt(min(max(ratio, depth), 1)), floor)
-            for k in loop(from: stats.first[j], upTo: stats.first[j &+ 1]) { binFloor[k] = factor }
+            statsFloor[j] = max(LibM.sqrt(min(max(ratio, depth), 1)), floor)
         }
+        stats.expand(statsFloor, into: binFloor)
         // log2 of the estimator's gain per bin, then its band means spread back to the bins.
         for k in upTo(bins) { binScratch[k] = FastMath.log2(max(estimator[k], tiny)) }
         bands.average(binScratch, into: bandEstimateGain)
