@@ -151,31 +151,22 @@ def tables(results, snrs, noise_alone=True):
         cpu = f"{r['cpu']:.3f}" if r["cpu"] else "-"
         lines.append(f"| {name} | {mean(r['rows'], 'pesq'):.3f} | {mean(r['rows'], 'stoi'):.3f} | "
                      f"{mean(r['rows'], 'sisdr'):.2f} | {residual} | {distortion} | {r['delay_ms']:.2f} | {cpu} |")
-    lines += ["", "PESQ-WB / STOI by noise:", "",
-              "| method | " + " | ".join(corpus.NOISES) + " |", "|---" * (len(corpus.NOISES) + 1) + "|"]
-    for name, r in results.items():
-        cells = [f"{mean(r['rows'], 'pesq', noise=n):.2f} / {mean(r['rows'], 'stoi', noise=n):.3f}" for n in corpus.NOISES]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+
+    def grid(title, columns, cell):
+        """A table of one row per method and one column per key, `cell(rows, key)` in each."""
+        out = ["", title, "", "| method | " + " | ".join(str(c) for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]
+        return out + [f"| {name} | " + " | ".join(cell(r["rows"], c) for c in columns) + " |" for name, r in results.items()]
+
+    lines += grid("PESQ-WB / STOI by noise:", corpus.NOISES,
+                  lambda rows, n: f"{mean(rows, 'pesq', noise=n):.2f} / {mean(rows, 'stoi', noise=n):.3f}")
     # Issue #13 compares methods per noise within 0.05 and on keyboard: three decimals.
-    lines += ["", "PESQ-WB by noise:", "",
-              "| method | " + " | ".join(corpus.NOISES) + " |", "|---" * (len(corpus.NOISES) + 1) + "|"]
-    for name, r in results.items():
-        lines.append(f"| {name} | " + " | ".join(f"{mean(r['rows'], 'pesq', noise=n):.3f}" for n in corpus.NOISES) + " |")
-    lines += ["", "PESQ-WB by input SNR (dB):", "",
-              "| method | " + " | ".join(str(s) for s in snrs) + " |", "|---" * (len(snrs) + 1) + "|"]
-    for name, r in results.items():
-        lines.append(f"| {name} | " + " | ".join(f"{mean(r['rows'], 'pesq', snr=s):.2f}" for s in snrs) + " |")
+    lines += grid("PESQ-WB by noise:", corpus.NOISES, lambda rows, n: f"{mean(rows, 'pesq', noise=n):.3f}")
+    lines += grid("PESQ-WB by input SNR (dB):", snrs, lambda rows, s: f"{mean(rows, 'pesq', snr=s):.2f}")
     talkers = list(dict.fromkeys(r["talker"] for r in results["unprocessed"]["rows"]))
-    lines += ["", "PESQ-WB / STOI by talker (all noises and SNRs):", "",
-              "| method | " + " | ".join(talkers) + " |", "|---" * (len(talkers) + 1) + "|"]
-    for name, r in results.items():
-        cells = [f"{mean(r['rows'], 'pesq', talker=t):.2f} / {mean(r['rows'], 'stoi', talker=t):.3f}" for t in talkers]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += grid("PESQ-WB / STOI by talker (all noises and SNRs):", talkers,
+                  lambda rows, t: f"{mean(rows, 'pesq', talker=t):.2f} / {mean(rows, 'stoi', talker=t):.3f}")
     # Every deciding talker must reach RNNoise: two decimals can tie, three decide.
-    lines += ["", "PESQ-WB by talker:", "",
-              "| method | " + " | ".join(talkers) + " |", "|---" * (len(talkers) + 1) + "|"]
-    for name, r in results.items():
-        lines.append(f"| {name} | " + " | ".join(f"{mean(r['rows'], 'pesq', talker=t):.3f}" for t in talkers) + " |")
+    lines += grid("PESQ-WB by talker:", talkers, lambda rows, t: f"{mean(rows, 'pesq', talker=t):.3f}")
     if noise_alone:
         lines += noise_tables(results)
     # The STOI target is relative to the input (at or above it on average, at most 0.02 below it per
