@@ -10,6 +10,7 @@
 //   SpeechActivity    the gate: whether anybody speaks at all
 //   LearnedGains      the model's features, its step and the blend of its gains with the rule's
 //   GainModel         the model itself (a GRU)
+//   KeyClickLimit     in learned mode, while somebody types: a bin's power rises 3 dB a frame at most
 // Every frame (a hop of M samples) is analysed, its statistics and gains are updated from its own
 // power, and the mask it applies was computed from the frame itself: a key click meets its own
 // gain, not the one of the frame before. In stereo one mask comes from both channels' mean power
@@ -47,6 +48,7 @@ public struct NoiseSuppressor: ~Copyable {
     let spectralGain: SpectralGain
     package var activity: SpeechActivity
     var learnedGains: LearnedGains
+    package var clickLimit: KeyClickLimit
     let arenaMemory: UnsafeMutableRawPointer?
     /// Bytes of the arena, and whether every part's piece lies in it (ArenaTests).
     package let arenaBytes: Int
@@ -122,6 +124,7 @@ public struct NoiseSuppressor: ~Copyable {
                                       updateSeconds: frameSeconds, statsFirst: stats.first, statsBins: stats.count, arena: &arena)
         let learnedGains = LearnedGains(sampleRate: sampleRate, frameLength: n, powerNormalization: bank.powerNormalization,
                                         stats: stats, arena: &arena)
+        let clickLimit = KeyClickLimit(sampleRate: sampleRate, hop: m, frameLength: n, arena: &arena)
         appliedGain = arena.floats(bins, 1)
         self.sampleRate = sampleRate
         self.channels = min(max(channels, 1), 2)
@@ -139,6 +142,7 @@ public struct NoiseSuppressor: ~Copyable {
         self.spectralGain = spectralGain
         self.activity = activity
         self.learnedGains = learnedGains
+        self.clickLimit = clickLimit
         arenaMemory = arena.memory
         arenaBytes = arena.used
         arenaIsWhole = arena.isWhole
@@ -166,6 +170,7 @@ public struct NoiseSuppressor: ~Copyable {
         spectralGain.reset()
         activity.reset()
         learnedGains.reset()
+        clickLimit.reset()
         appliedGain.fill(1, count: bins)
         mix = enabled ? 1 : 0
         speechProbability = 0
@@ -215,6 +220,9 @@ public struct NoiseSuppressor: ~Copyable {
                                                 floorGain: floorGain)
             applyGate(presence: presence)
             learnedStep()
+            let newest = bank.input + (bank.inputStart &+ frameLength &- 2 &* hop)
+            clickLimit.listen(newest, stereo ? newest + bank.inputCapacity : nil, openness: activity.openness)
+            clickLimit.limit(appliedGain, power: bank.binPower, floorGain: floorGain, weight: learnedMix * mix)
             if case .mask(let supplied) = suppliedGains {
                 for k in upTo(bins) { appliedGain[k] = supplied[k] }
             }
