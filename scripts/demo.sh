@@ -39,6 +39,8 @@ export XDG_RUNTIME_DIR=$work/run XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$wo
 mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 mkdir -p "$XDG_CONFIG_HOME/pipewire/pipewire.conf.d" "$XDG_STATE_HOME"
 cp "$repo/scripts/pipewire-session.conf" "$XDG_CONFIG_HOME/pipewire/pipewire.conf"
+mkdir -p "$XDG_CONFIG_HOME/wireplumber/bluetooth.lua.d"
+cp "$repo/scripts/wireplumber-session.lua" "$XDG_CONFIG_HOME/wireplumber/bluetooth.lua.d/80-hear-session.lua"
 for conf in hear-microphone.conf hear-speaker.conf; do
     sed "/^[[:space:]]*#/!s|@HEAR_PLUGIN@|$plugin|g" "$repo/conf.d/pipewire/$conf" > "$XDG_CONFIG_HOME/pipewire/pipewire.conf.d/$conf"
 done

@@ -3,14 +3,14 @@
 # a fresh Debian 12. Needs root (debootstrap, mount, chroot); slow (a new root, its packages, a
 # full build and the whole test suite).
 #
-# Debootstraps bookworm (minbase, plus make, which runs the two commands) into
+# Debootstraps bookworm (minbase, plus make and git, which README says a new user adds) into
 # .build/fresh-check/root, copies the source tree in (without .build and .git) to /src, and binds
 # the Swift toolchain read-only at /opt/swift, where the Makefile finds it (it is not on PATH).
 # All mounts live in a private mount namespace, so they vanish with it however this script ends.
 # In the root: /proc, /sys, /dev (with /dev/pts and /dev/shm), a tmpfs /tmp, the host's
-# resolv.conf and hosts (for apt and git), and the folders systemd-logind makes under /run on a
-# booted machine (wireplumber watches them). Then, with /opt/swift gone, the built hearctl must
-# still run.
+# resolv.conf and hosts (for apt and git), and nothing of a booted systemd (no /run/systemd: the
+# private sessions' WirePlumber needs no logind). Then, with /opt/swift gone, the built hearctl
+# must still run.
 #
 #   FRESH_CHECK_MIRROR   the Debian mirror (default http://deb.debian.org/debian)
 #   FRESH_CHECK_GOALS    the make goals run in order (default "demo test")
@@ -53,7 +53,7 @@ if [ "${1:-}" != --inside ]; then
     mkdir -p "$root" "$work/debs"
     echo "== debootstrap bookworm (minbase + make) into $root"
     started=$SECONDS
-    debootstrap --variant=minbase --include=make --cache-dir="$work/debs" bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 \
+    debootstrap --variant=minbase --include=make,git --cache-dir="$work/debs" bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 \
         || { tail -20 "$work/debootstrap.log" >&2; exit 1; }
     echo "   $((SECONDS - started)) s (log: $work/debootstrap.log)"
     echo "== copying the source to $root/src"
@@ -61,8 +61,6 @@ if [ "${1:-}" != --inside ]; then
     tar -C "$repo" --exclude=./.build --exclude=./.git --exclude='./.build-*' --exclude=./.swiftpm -cf - . | tar -C "$root/src" -xf -
     # Names resolve as on the host.
     cp /etc/resolv.conf /etc/hosts "$root/etc/"
-    # What systemd-logind makes on a booted machine (wireplumber's logind monitor watches it).
-    mkdir -p "$root/run/systemd/seats" "$root/run/systemd/sessions" "$root/run/systemd/users"
     # A chroot convention, not part of the machine under test: packages start no system services.
     printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"; chmod +x "$root/usr/sbin/policy-rc.d"
     status=0

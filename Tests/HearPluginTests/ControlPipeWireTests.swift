@@ -46,6 +46,10 @@ import TestSupport
                   }
                 ]
                 """.write(toFile: sandbox.config + "/pipewire/pipewire.conf.d/hear.conf", atomically: true, encoding: .utf8)
+            // WirePlumber without its Bluetooth monitor, which needs systemd-logind (scripts/wireplumber-session.lua).
+            try fm.createDirectory(atPath: sandbox.config + "/wireplumber/bluetooth.lua.d", withIntermediateDirectories: true)
+            try String(contentsOf: Built.root.appendingPathComponent("scripts/wireplumber-session.lua"), encoding: .utf8)
+                .write(toFile: sandbox.config + "/wireplumber/bluetooth.lua.d/80-hear-session.lua", atomically: true, encoding: .utf8)
             try WAV.write(Signals.sine(frequency: 1000, rate: 48000, seconds: 60, amplitude: 0.05), rate: 48000, to: URL(fileURLWithPath: tone))
 
             let addressFile = sandbox.base + "/dbus-address"

@@ -35,6 +35,11 @@ final class PipeWireSession: @unchecked Sendable {
         try FileManager.default.createDirectory(at: config.appendingPathComponent("pipewire"), withIntermediateDirectories: true)
         try Repository.text("scripts/pipewire-session.conf")
             .write(to: config.appendingPathComponent("pipewire/pipewire.conf"), atomically: true, encoding: .utf8)
+        // WirePlumber without its Bluetooth monitor, which needs systemd-logind (scripts/wireplumber-session.lua).
+        let wireplumber = config.appendingPathComponent("wireplumber/bluetooth.lua.d")
+        try FileManager.default.createDirectory(at: wireplumber, withIntermediateDirectories: true)
+        try Repository.text("scripts/wireplumber-session.lua")
+            .write(to: wireplumber.appendingPathComponent("80-hear-session.lua"), atomically: true, encoding: .utf8)
         if installedHome == nil {
             let dropIns = try processes.directory("config/pipewire/pipewire.conf.d")
             for name in Repository.dropIns {
