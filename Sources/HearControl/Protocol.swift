@@ -36,6 +36,13 @@
 //   get   [chain=N] [KEY ...]              -> `value chain=N key=KEY value=V` per chain and key
 //                                             (every parameter when no key is given)
 //   set   [chain=N] KEY VALUE [KEY VALUE ...] -> ok instances=<count changed>
+//   step  [chain=N] KEY STEP [KEY STEP ...]   -> `step chain=N key=KEY from=V to=W` per chain and key, then
+//                                             ok instances=<count changed>; each parameter moves by STEP (a
+//                                             signed number in its unit, at most its whole range; not a
+//                                             switch) from the value it has when the server takes the
+//                                             request, stopping at its range's ends. The read and the
+//                                             write are one turn of the server: concurrent steps add up
+//                                             (`hearctl set gain +2`)
 //   reset [chain=N] [KEY[=VALUE] ...]      -> ok instances=<count>; each KEY back to VALUE (hearctl sends
 //                                             the value the chain's drop-in configures) or else to its
 //                                             schema default; its saved value is forgotten either way

@@ -122,6 +122,33 @@ public struct ValueRecord: Equatable, Sendable {
     }
 }
 
+/// One parameter of one chain moved by a `step` request: from what to what.
+public struct StepRecord: Equatable, Sendable {
+    public let chain: Int
+    public let parameter: Parameter
+    public let from: Float
+    public let to: Float
+
+    public init(chain: Int, parameter: Parameter, from: Float, to: Float) {
+        self.chain = chain
+        self.parameter = parameter
+        self.from = from
+        self.to = to
+    }
+
+    public var record: Record {
+        Record(kind: "step", fields: [("chain", String(chain)), ("key", parameter.key),
+                                      ("from", ParameterValue.format(from)), ("to", ParameterValue.format(to))])
+    }
+
+    public init?(_ record: Record) {
+        guard record.kind == "step", let chain = record["chain"].flatMap({ Int($0) }),
+              let parameter = record["key"].flatMap({ Parameter(key: $0) }),
+              let from = record["from"].flatMap({ Float($0) }), let to = record["to"].flatMap({ Float($0) }) else { return nil }
+        self.init(chain: chain, parameter: parameter, from: from, to: to)
+    }
+}
+
 /// One live instance, as in an `instance` line, with its meters (HearDSP's `Meter` table, in table order).
 public struct InstanceStatus: Equatable, Sendable {
     public var id: Int

@@ -18,6 +18,9 @@ public enum Request: Equatable, Sendable {
     /// Every parameter when `parameters` is empty.
     case get(chain: Int?, parameters: [Parameter])
     case set(chain: Int?, assignments: [Assignment])
+    /// Each parameter moves by its assignment's value from the value it has when the server takes the
+    /// request, stopping at the range's ends: read and written in one turn, so concurrent steps add up.
+    case step(chain: Int?, steps: [Assignment])
     /// Every parameter when `parameters` is empty. Each goes to its value in `values` (the
     /// drop-in's configured value, which hearctl reads) or else to its schema default.
     case reset(chain: Int?, parameters: [Parameter], values: [Assignment] = [])
@@ -35,6 +38,9 @@ public enum Request: Equatable, Sendable {
         case .set(let chain, let assignments):
             let pairs = assignments.flatMap { [$0.parameter.key, ParameterValue.format($0.value)] }
             return (["set"] + Self.selector(chain) + pairs).joined(separator: " ")
+        case .step(let chain, let steps):
+            let pairs = steps.flatMap { [$0.parameter.key, ParameterValue.formatStep($0.value)] }
+            return (["step"] + Self.selector(chain) + pairs).joined(separator: " ")
         case .reset(let chain, let parameters, let values):
             let tokens = parameters.map { parameter in
                 values.last { $0.parameter == parameter }.map { "\(parameter.key)=\(ParameterValue.format($0.value))" } ?? parameter.key
@@ -89,15 +95,16 @@ public enum Request: Equatable, Sendable {
                 }
             }
             return .success(verb == "get" ? .get(chain: chain, parameters: parameters) : .reset(chain: chain, parameters: parameters, values: values))
-        case "set":
+        case "set", "step":
             let chain: Int?
             switch takeSelector(&rest) {
             case .failure(let error): return .failure(error)
             case .success(let value): chain = value
             }
-            guard !rest.isEmpty else { return .failure(ProtocolError(.badRequest, "set needs KEY VALUE pairs")) }
+            let value = verb == "set" ? "VALUE" : "STEP"
+            guard !rest.isEmpty else { return .failure(ProtocolError(.badRequest, "\(verb) needs KEY \(value) pairs")) }
             guard rest.count % 2 == 0 else {
-                return .failure(ProtocolError(.badRequest, "set needs KEY VALUE pairs; '\(ParameterValue.printable(rest[rest.count - 1]))' has no value"))
+                return .failure(ProtocolError(.badRequest, "\(verb) needs KEY \(value) pairs; '\(ParameterValue.printable(rest[rest.count - 1]))' has no value"))
             }
             var assignments: [Assignment] = []
             for pair in stride(from: 0, to: rest.count, by: 2) {
@@ -106,7 +113,9 @@ public enum Request: Equatable, Sendable {
                 case .failure(let error): return .failure(error)
                 case .success(let value): parameter = value
                 }
-                switch ParameterValue.parse(rest[pair + 1], for: parameter) {
+                let parsed = verb == "set" ? ParameterValue.parse(rest[pair + 1], for: parameter)
+                    : ParameterValue.step(rest[pair + 1], for: parameter)
+                switch parsed {
                 case .failure(let error): return .failure(error)
                 case .success(let value):
                     // Within one request the last value given for a key counts.
@@ -114,9 +123,9 @@ public enum Request: Equatable, Sendable {
                     assignments.append(Assignment(parameter, value))
                 }
             }
-            return .success(.set(chain: chain, assignments: assignments))
+            return .success(verb == "set" ? .set(chain: chain, assignments: assignments) : .step(chain: chain, steps: assignments))
         default:
-            return .failure(ProtocolError(.unknownVerb, "unknown request '\(ParameterValue.printable(verb))'; expected ping, status, get, set, reset or sync"))
+            return .failure(ProtocolError(.unknownVerb, "unknown request '\(ParameterValue.printable(verb))'; expected ping, status, get, set, step, reset or sync"))
         }
     }
 

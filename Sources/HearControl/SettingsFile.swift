@@ -97,6 +97,13 @@ public struct SettingsFile: Sendable {
     /// Applies `changes` to the file as it is now, holding its lock (waiting up to `lockWait`
     /// seconds for another writer to finish).
     public func update(_ changes: Changes, lockWait: Double) -> Outcome {
+        update(lockWait: lockWait) { _ in changes }
+    }
+
+    /// Applies the changes `make` computes from the file's settings as they are under its lock, so
+    /// that a change relative to a saved value (`hearctl set gain +2` on a suspended chain) loses no
+    /// concurrent one.
+    public func update(lockWait: Double, _ make: (Settings) -> Changes) -> Outcome {
         var outcome = Outcome()
         let lock: Int32
         do {
@@ -119,7 +126,7 @@ public struct SettingsFile: Sendable {
             return outcome
         }
         var settings = found.settings
-        for (parameter, value) in changes { settings[parameter] = value }
+        for (parameter, value) in make(found.settings) { settings[parameter] = value }
         write(settings, keeping: found.kept, into: &outcome)
         return outcome
     }

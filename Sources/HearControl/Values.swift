@@ -210,15 +210,6 @@ extension String {
 public enum ValueChange: Equatable, Sendable {
     case to(Float)
     case by(Float)
-
-    /// The value a parameter now at `current` takes: a step ends at the edge of the schema's range
-    /// (as wpctl's volume steps stop at the limit) rather than failing.
-    public func applied(to current: Float, _ parameter: Parameter) -> Float {
-        switch self {
-        case .to(let value): return value
-        case .by(let step): return min(max(current + step, parameter.spec.minimum), parameter.spec.maximum)
-        }
-    }
 }
 
 extension ParameterValue {
@@ -229,18 +220,31 @@ extension ParameterValue {
         let trimmed = text.trimmingSpaces
         if trimmed.hasPrefix("=") { return parse(String(trimmed.dropFirst()), for: parameter).map(ValueChange.to) }
         guard trimmed.hasPrefix("+") || trimmed.hasPrefix("-") else { return parse(trimmed, for: parameter).map(ValueChange.to) }
-        let spec = parameter.spec
-        if spec.scale == .toggle {
-            return .failure(ProtocolError(.badValue, "\(spec.key) is a switch and takes no step ('\(printable(trimmed))'): give its state"))
-        }
-        switch number(trimmed, for: parameter) {
-        case .failure(let error): return .failure(error)
-        case .success(let step):
-            let span = spec.maximum - spec.minimum
-            guard abs(step) <= span else {
-                return .failure(ProtocolError(.outOfRange, "a step of \(describe(step, for: parameter)) is more than \(spec.key)'s whole range (\(describe(spec.minimum, for: parameter)) to \(describe(spec.maximum, for: parameter))); for a negative value write =\(printable(trimmed))"))
-            }
-            return .success(.by(step))
+        switch step(trimmed, for: parameter) {
+        case .failure(let error):
+            guard error.code == .outOfRange else { return .failure(error) }
+            return .failure(ProtocolError(.outOfRange, error.message + "; for a negative value write =\(printable(trimmed))"))
+        case .success(let step): return .success(.by(step))
         }
     }
+
+    /// A step (the protocol's `step` request, hearctl's "+2"): a signed number in the parameter's
+    /// unit, no larger than its whole range; switches take none.
+    public static func step(_ text: String, for parameter: Parameter) -> Result<Float, ProtocolError> {
+        let spec = parameter.spec
+        if spec.scale == .toggle {
+            return .failure(ProtocolError(.badValue, "\(spec.key) is a switch and takes no step ('\(printable(text))'): give its state"))
+        }
+        switch number(text, for: parameter) {
+        case .failure(let error): return .failure(error)
+        case .success(let step):
+            guard abs(step) <= spec.maximum - spec.minimum else {
+                return .failure(ProtocolError(.outOfRange, "a step of \(describe(step, for: parameter)) is more than \(spec.key)'s whole range (\(describe(spec.minimum, for: parameter)) to \(describe(spec.maximum, for: parameter)))"))
+            }
+            return .success(step)
+        }
+    }
+
+    /// A step as the protocol writes it: always signed ("+0.5", "-2").
+    public static func formatStep(_ step: Float) -> String { (step >= 0 ? "+" : "") + format(step) }
 }

@@ -35,6 +35,8 @@ extension ControlServer {
             var changes: SettingsFile.Changes = [:]
             for assignment in assignments { changes[assignment.parameter] = .some(assignment.value) }
             return change(chain: chain, assignments: assignments, now: now, saving: changes)
+        case .step(let chain, let steps):
+            return step(chain: chain, steps: steps, now: now)
         case .reset(let chain, let parameters, let values):
             let reset = (parameters.isEmpty ? Parameter.allCases : parameters).map { parameter in
                 Assignment(parameter, values.last { $0.parameter == parameter }?.value ?? parameter.spec.defaultValue)
@@ -65,6 +67,40 @@ extension ControlServer {
         // Recorded for saving outside the lock (the store may touch the file system).
         for number in result.chains { store.update(chain: number, changes, now: now) }
         return [.ok([("instances", String(result.count))])]
+    }
+
+    /// Each chain's parameters move from the value its first instance has (or takes at its next
+    /// block), read and published under the registry's lock, so that no other request comes between:
+    /// instances of one chain get the same value and move together.
+    func step(chain: Int?, steps: [Assignment], now: Double) -> [ReplyLine] {
+        let result = withEntries { state -> (count: Int, moved: [StepRecord]) in
+            let targets = Self.targets(state.entries, chain: chain)
+            var moved: [StepRecord] = []
+            for index in targets {
+                let entry = state.entries[index]
+                var published: [(index: Int, value: Float)] = []
+                for step in steps {
+                    let parameter = step.parameter
+                    if let done = moved.first(where: { $0.chain == entry.chain && $0.parameter == parameter }) {
+                        published.append((parameter.rawValue, done.to))
+                        continue
+                    }
+                    let from = entry.control.pointee.current(parameter.rawValue)
+                    let to = min(max(from + step.value, parameter.spec.minimum), parameter.spec.maximum)
+                    moved.append(StepRecord(chain: entry.chain, parameter: parameter, from: from, to: to))
+                    published.append((parameter.rawValue, to))
+                }
+                entry.control.pointee.publish(published)
+            }
+            return (targets.count, moved)
+        }
+        guard let result, result.count > 0 else { return [.error(noInstance(chain))] }
+        for number in Set(result.moved.map(\.chain)) where number >= 0 {
+            var changes: SettingsFile.Changes = [:]
+            for record in result.moved where record.chain == number { changes[record.parameter] = .some(record.to) }
+            store.update(chain: number, changes, now: now)
+        }
+        return result.moved.map { .record($0.record) } + [.ok([("instances", String(result.count))])]
     }
 
     static func targets(_ entries: [RegistryEntry], chain: Int?) -> [Int] {

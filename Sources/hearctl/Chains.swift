@@ -48,6 +48,8 @@ struct ChangeResult {
     let saved: String?
     /// What writing it did that the user should hear of (a damaged file kept aside).
     var notices: [String] = []
+    /// The parameters that moved by a step: from what to what.
+    var steps: [(parameter: Parameter, from: Float, to: Float)] = []
 }
 
 struct Chains {
@@ -133,6 +135,39 @@ struct Chains {
         if let problem = outcome.problem { throw CLIError(problem.message) }
         return ChangeResult(chain: chain, state: "suspended", instances: 0, values: try values(chain, parameters), saved: file.path,
                             notices: outcome.notices)
+    }
+
+    /// Moves parameters by steps: on the chain's instances in one request each (the server reads and
+    /// writes in one turn), or in its state file under the file's lock while it is suspended.
+    func step(_ chain: Int, _ steps: [Assignment], show parameters: [Parameter]) throws -> ChangeResult {
+        if isRunning(chain) {
+            let sending = Target(chain: chain, connections: target.connections)
+            let replies = try sending.each(.step(chain: chain, steps: steps))
+            let instances = replies.reduce(0) { $0 + (Int($1.1.okFields.first { $0.name == "instances" }?.value ?? "") ?? 0) }
+            var moved: [(parameter: Parameter, from: Float, to: Float)] = []
+            for (_, reply) in replies {
+                for case let record? in reply.records.map(StepRecord.init) where record.chain == chain
+                    && !moved.contains(where: { $0.parameter == record.parameter }) {
+                    moved.append((record.parameter, record.from, record.to))
+                }
+            }
+            return ChangeResult(chain: chain, state: "running", instances: instances, values: try values(chain, parameters),
+                                saved: nil, steps: moved)
+        }
+        guard let file = Self.stateFile(chain) else { throw CLIError("settings cannot be saved: neither XDG_STATE_HOME nor HOME is set") }
+        var moved: [(parameter: Parameter, from: Float, to: Float)] = []
+        let outcome = file.update(lockWait: 2) { saved in
+            moved = steps.map { step in
+                let from = saved[step.parameter] ?? self.configuredValue(chain, step.parameter)
+                return (step.parameter, from, min(max(from + step.value, step.parameter.spec.minimum), step.parameter.spec.maximum))
+            }
+            var changes: SettingsFile.Changes = [:]
+            for item in moved { changes[item.parameter] = .some(item.to) }
+            return changes
+        }
+        if let problem = outcome.problem { throw CLIError(problem.message) }
+        return ChangeResult(chain: chain, state: "suspended", instances: 0, values: try values(chain, parameters), saved: file.path,
+                            notices: outcome.notices, steps: moved)
     }
 
     /// The chain's state file (HearControl/SettingsFile, the plugin's too), written here while the chain is suspended.

@@ -312,16 +312,31 @@ extension Hearctl {
             let changes = try changes()
             let chains = try Chains(timeout: target.timeout)
             let chain = try chains.changing(target.number, verb: "set")
-            // Steps start from the chain's values now (its instances', or what a suspended chain starts with).
-            let stepped = changes.filter { if case .by = $0.change { true } else { false } }.map(\.parameter)
-            let current = stepped.isEmpty ? [] : try chains.values(chain, stepped)
-            let assignments = changes.map { item in
-                Assignment(item.parameter, item.change.applied(to: current.first { $0.0 == item.parameter }?.1 ?? 0, item.parameter))
+            var assignments: [Assignment] = []
+            var steps: [Assignment] = []
+            for item in changes {
+                switch item.change {
+                case .to(let value): assignments.append(Assignment(item.parameter, value))
+                // A step goes to the chain as a step, never as the value read before it: the server (or
+                // the state file's lock) adds it to the value of the moment, so concurrent steps add up.
+                case .by(let step): steps.append(Assignment(item.parameter, step))
+                }
             }
-            var saving: SettingsFile.Changes = [:]
-            for assignment in assignments { saving[assignment.parameter] = .some(assignment.value) }
-            let result = try chains.change(chain, request: .set(chain: chain, assignments: assignments), saving: saving,
-                                           show: assignments.map(\.parameter))
+            let shown = changes.map(\.parameter)
+            var result: ChangeResult
+            if !assignments.isEmpty {
+                var saving: SettingsFile.Changes = [:]
+                for assignment in assignments { saving[assignment.parameter] = .some(assignment.value) }
+                result = try chains.change(chain, request: .set(chain: chain, assignments: assignments), saving: saving, show: shown)
+            } else {
+                result = try chains.step(chain, steps, show: shown)
+            }
+            if !assignments.isEmpty && !steps.isEmpty {
+                let stepped = try chains.step(chain, steps, show: shown)
+                result = ChangeResult(chain: chain, state: stepped.state, instances: max(result.instances, stepped.instances),
+                                      values: stepped.values, saved: stepped.saved, notices: result.notices + stepped.notices,
+                                      steps: stepped.steps)
+            }
             if sync && result.state == "running" { try chains.sync(chain) }
             Output.change(result, json: output.json)
         }

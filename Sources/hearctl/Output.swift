@@ -62,6 +62,13 @@ enum Output {
         let instances: Int
         let values: [String: Nullable<Double>]
         let saved: String?
+        /// The parameters that moved by a step, from what to what.
+        let steps: [String: Step]?
+
+        struct Step: Encodable {
+            let from: Double
+            let to: Double
+        }
     }
 
     /// The reply to a change: the chain it changed and the values it has now.
@@ -69,11 +76,23 @@ enum Output {
         for notice in result.notices { FileHandle.standardError.write(Data("hearctl: warning: \(notice)\n".utf8)) }
         if json {
             Output.json(ChangeReply(chain: result.chain, name: ChainName.name(result.chain), state: result.state,
-                                    instances: result.instances, values: values(result.values), saved: result.saved))
+                                    instances: result.instances, values: values(result.values), saved: result.saved,
+                                    steps: result.steps.isEmpty ? nil : Dictionary(result.steps.map {
+                                        ($0.parameter.key, ChangeReply.Step(from: ParameterValue.rounded($0.from, for: $0.parameter),
+                                                                            to: ParameterValue.rounded($0.to, for: $0.parameter)))
+                                    }, uniquingKeysWith: { $1 })))
             return
         }
         let name = "chain \(Chains.describe(result.chain))"
-        let what = summary ?? result.values.map { "\($0.0.key) = \(ParameterValue.describe($0.1, for: $0.0))" }.joined(separator: ", ")
+        let what = summary ?? result.values.map { parameter, value in
+            // A step says where it started and by how much it moved: "gain 5 → 3 dB (-2)".
+            guard let step = result.steps.first(where: { $0.parameter == parameter }) else {
+                return "\(parameter.key) = \(ParameterValue.describe(value, for: parameter))"
+            }
+            let moved = step.to - step.from
+            let by = (moved < 0 ? "-" : "+") + ParameterValue.text(abs(moved), for: parameter)
+            return "\(parameter.key) \(ParameterValue.text(step.from, for: parameter)) → \(ParameterValue.describe(step.to, for: parameter)) (\(by))"
+        }.joined(separator: ", ")
         if result.state == "running" {
             print("\(name): \(what)")
         } else {

@@ -11,6 +11,7 @@ import TestSupport
             .set(chain: nil, assignments: [Assignment(.gain, 6)]),
             .set(chain: 2, assignments: [Assignment(.compRatio, 3), Assignment(.compThreshold, -30.5), Assignment(.bypass, 1)]),
             .reset(chain: nil, parameters: []), .reset(chain: 999, parameters: [.eqPeak3Gain]),
+            .step(chain: nil, steps: [Assignment(.gain, 0.01)]), .step(chain: 1, steps: [Assignment(.gain, -2), Assignment(.compThreshold, 48)]),
         ]
         for request in requests {
             #expect(Request.parse(Array(request.line.utf8)) == .success(request), "\(request.line)")
@@ -79,6 +80,8 @@ import TestSupport
         ("set nope 1", .unknownParameter), ("get nope", .unknownParameter), ("reset nope", .unknownParameter),
         ("set chain=x gain 1", .badRequest), ("get chain=-1", .badRequest), ("get chain=1000", .badRequest),
         ("ping now", .badRequest), ("status all", .badRequest),
+        ("step", .badRequest), ("step gain", .badRequest), ("step gain 49", .outOfRange), ("step gain -49", .outOfRange),
+        ("step bypass +1", .badValue), ("step gain +2Hz", .badValue), ("step gain nan", .badValue),
         ("set gain 6\u{0}", .badRequest), ("\u{0}", .badRequest), ("set gain\u{1B}[2J 6", .badRequest),
     ])
     func malformedRequestsAreErrors(line: String, code: ErrorCode) {
@@ -88,6 +91,14 @@ import TestSupport
             #expect(error.code == code, "'\(line)': \(error.message)")
             #expect(!error.message.isEmpty)
         }
+    }
+
+    /// A step is signed on the wire, and any size up to the whole range, also one that is no value
+    /// of the range (comp.ratio runs from 1:1 to 16:1; a step of -3 is fine).
+    @Test func stepsAreSignedAndBoundedByTheRange() throws {
+        #expect(Request.step(chain: 2, steps: [Assignment(.gain, 2), Assignment(.compRatio, -0.5)]).line == "step chain=2 gain +2 comp.ratio -0.5")
+        #expect(Request.parse(Array("step gain 48".utf8)) == .success(.step(chain: nil, steps: [Assignment(.gain, 48)])))
+        #expect(Request.parse(Array("step comp.ratio -3:1".utf8)) == .success(.step(chain: nil, steps: [Assignment(.compRatio, -3)])))
     }
 
     @Test func aLineOfOneMegabyteIsTooLong() {

@@ -23,7 +23,7 @@ import TestSupport
         let host = try sandbox.startHost(chain: 1)
         #expect(try sandbox.hearctl("set", "gain", "6").status == 0)
         let up = try sandbox.hearctl("set", "gain", "+2")
-        #expect(up.status == 0 && up.stdout == "chain 1 (mic): gain = 8 dB\n", "\(up.stdout)\(up.stderr)")
+        #expect(up.status == 0 && up.stdout == "chain 1 (mic): gain 6 → 8 dB (+2)\n", "\(up.stdout)\(up.stderr)")
         #expect(try sandbox.value("gain", chain: 1) == 8)
         #expect(try sandbox.hearctl("set", "gain", "-3dB").status == 0)
         #expect(try sandbox.value("gain", chain: 1) == 5)
@@ -40,6 +40,58 @@ import TestSupport
         }
         #expect(try sandbox.value("gain", chain: 1) == 24 && sandbox.value("ns.enable", chain: 1) == 0)
         _ = try host.stop()
+    }
+
+    /// A step is the server's read and write in one turn (the protocol's `step`), so steps of many
+    /// clients at once add up: 16 clients x 100 x `set gain +0.01` end exactly 16 dB up, where
+    /// reading the value and sending an absolute set lost 609 of them. The same on a suspended
+    /// chain, whose steps go to its state file under the file's lock.
+    @Test func concurrentRelativeStepsAllCount() throws {
+        let sandbox = try Sandbox()
+        let host = try sandbox.startHost(chain: 1)
+        #expect(try sandbox.hearctl("set", "gain", "0").status == 0)
+
+        final class Failures: @unchecked Sendable {
+            var list = [String]()
+            let lock = NSLock()
+            func add(_ text: String) { lock.withLock { list.append(text) } }
+        }
+        let failures = Failures()
+        let environment = sandbox.environment
+        DispatchQueue.concurrentPerform(iterations: 16) { _ in
+            for _ in 0..<100 {
+                do {
+                    let result = try Command.run(Built.hearctl, ["set", "gain", "+0.01"], environment: environment)
+                    if result.status != 0 { failures.add(result.stderr) }
+                } catch { failures.add("\(error)") }
+            }
+        }
+        #expect(failures.list.isEmpty, "\(failures.list.prefix(3))")
+        let running = try #require(try sandbox.value("gain", chain: 1))
+        #expect(abs(running - 16) < 0.005, "16 x 100 steps of +0.01 dB from 0 end at \(running) dB")
+        // The reply says it was a step, in JSON too.
+        let json = try sandbox.hearctlJSON("set", "gain", "-2")
+        let step = (json["steps"] as? [String: Any])?["gain"] as? [String: Double]
+        #expect(step?["to"] == 14 && abs((step?["from"] ?? 0) - 16) < 0.005, "\(json)")
+        _ = try host.stop()
+
+        // Suspended: the drop-in's chain 2 runs nowhere; 8 x 20 steps of +0.1 from the drop-in's -10.
+        try sandbox.writeDropIn(chain: 2, controls: ["gain": -10])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            for _ in 0..<20 {
+                do {
+                    let result = try Command.run(Built.hearctl, ["set", "gain", "+0.1", "--chain", "2"], environment: environment)
+                    if result.status != 0 { failures.add(result.stderr) }
+                } catch { failures.add("\(error)") }
+            }
+        }
+        #expect(failures.list.isEmpty, "\(failures.list.prefix(3))")
+        let suspended = try #require(try sandbox.value("gain", chain: 2))
+        #expect(abs(suspended - 6) < 0.005, "8 x 20 steps of +0.1 dB from -10 end at \(suspended) dB")
+        let down = try sandbox.hearctl("set", "gain", "=6", "--chain", "2")
+        #expect(down.status == 0)
+        let stepped = try sandbox.hearctl("set", "gain", "-44", "--chain", "2")
+        #expect(stepped.status == 0 && stepped.stdout.contains("gain 6 → -24 dB (-30)"), "a step stops at the range's end: \(stepped.stdout)\(stepped.stderr)")
     }
 
     /// `bypass toggle` and `toggle` switch to the other state and say which.
