@@ -62,9 +62,22 @@ public enum DropIns {
     /// `pipewire -c filter-chain.conf` (the way Debian 12's PipeWire documents filter-chains).
     public static let configurations = ["pipewire", "filter-chain"]
 
-    /// The hear chains one drop-in configures (none if it does not parse).
-    public static func chains(in text: String, path: String) -> [ConfiguredChain] {
-        guard let root = SPAValue.document(text) else { return [] }
+    /// Why a drop-in's text could not be read as PipeWire config.
+    public struct Unreadable: Error, Equatable, Sendable, CustomStringConvertible {
+        public let reason: String
+        public var description: String { reason }
+
+        public init(reason: String) { self.reason = reason }
+    }
+
+    /// The hear chains one drop-in configures; a text that is not SPA-JSON, or nests deeper than
+    /// SPAValue.maximumDepth, throws (the caller skips the file and says so).
+    public static func chains(in text: String, path: String) throws(Unreadable) -> [ConfiguredChain] {
+        let root: SPAValue
+        switch SPAValue.document(text) {
+        case .success(let value): root = value
+        case .failure(let problem): throw problem
+        }
         var result: [ConfiguredChain] = []
         collect(root, description: nil, path: path, into: &result)
         return result
@@ -110,9 +123,21 @@ enum SPAValue {
     var string: String? { if case .scalar(let text, _) = self { return text }; return nil }
     var number: Float? { if case .scalar(_, let number) = self { return number }; return nil }
 
+    /// Containers nested deeper than this are refused: the reading recurses per level, and a file
+    /// of brackets alone (8 KB, 4,000 levels) would otherwise overflow the stack. PipeWire's own
+    /// configs nest about 8 levels.
+    static let maximumDepth = 64
+
     /// A whole file as PipeWire reads its configs: the members of one object without braces, or
-    /// one object in braces. Nil when the text is not SPA-JSON.
-    static func document(_ text: String) -> SPAValue? {
+    /// one object in braces.
+    static func document(_ text: String) -> Result<SPAValue, DropIns.Unreadable> {
+        var tooDeep = false
+        let parsed = parse(text, tooDeep: &tooDeep)
+        if tooDeep { return .failure(DropIns.Unreadable(reason: "nested more than \(maximumDepth) levels deep")) }
+        return parsed.map { .success($0) } ?? .failure(DropIns.Unreadable(reason: "not PipeWire's SPA-JSON"))
+    }
+
+    private static func parse(_ text: String, tooDeep: inout Bool) -> SPAValue? {
         // NUL-terminated for spa_json_parse_float (modules/CSPAJSON/shim.h).
         var bytes = Array(text.utf8CString)
         let size = bytes.count - 1
@@ -127,16 +152,17 @@ enum SPAValue {
                 if length > 0, let opening = token, hear_json_is_object(opening, length) {
                     // One object in braces, and nothing after it.
                     _ = hear_json_next(iter, &token)
-                    guard let object = container(iter, token: opening, length: length) else { return nil }
+                    guard let object = container(iter, token: opening, length: length, depth: 1, tooDeep: &tooDeep) else { return nil }
                     return hear_json_next(iter, &token) == 0 ? object : nil
                 }
-                return members(iter, topLevel: true).map(SPAValue.object)
+                return members(iter, topLevel: true, depth: 0, tooDeep: &tooDeep).map(SPAValue.object)
             }
         }
     }
 
     /// The members of an object up to its closing brace (or the end of the text at the top level).
-    static func members(_ iter: UnsafeMutablePointer<spa_json>, topLevel: Bool = false) -> [(key: String, value: SPAValue)]? {
+    static func members(_ iter: UnsafeMutablePointer<spa_json>, topLevel: Bool = false, depth: Int,
+                        tooDeep: inout Bool) -> [(key: String, value: SPAValue)]? {
         var result: [(key: String, value: SPAValue)] = []
         while true {
             var token: UnsafePointer<CChar>?
@@ -146,31 +172,40 @@ enum SPAValue {
                   let key = text(token, length) else { return nil }
             var valueToken: UnsafePointer<CChar>?
             let valueLength = hear_json_next(iter, &valueToken)
-            guard valueLength > 0, let valueToken, let value = value(iter, token: valueToken, length: valueLength) else { return nil }
+            guard valueLength > 0, let valueToken,
+                  let value = value(iter, token: valueToken, length: valueLength, depth: depth, tooDeep: &tooDeep) else { return nil }
             result.append((key, value))
         }
     }
 
     /// The value a token starts: a container is read to its end.
-    static func value(_ iter: UnsafeMutablePointer<spa_json>, token: UnsafePointer<CChar>, length: Int32) -> SPAValue? {
-        if hear_json_is_object(token, length) || hear_json_is_array(token, length) { return container(iter, token: token, length: length) }
+    static func value(_ iter: UnsafeMutablePointer<spa_json>, token: UnsafePointer<CChar>, length: Int32, depth: Int,
+                      tooDeep: inout Bool) -> SPAValue? {
+        if hear_json_is_object(token, length) || hear_json_is_array(token, length) {
+            return container(iter, token: token, length: length, depth: depth + 1, tooDeep: &tooDeep)
+        }
         guard let decoded = text(token, length) else { return nil }
         var number: Float = 0
         return .scalar(text: decoded, number: hear_json_number(token, length, &number) ? number : nil)
     }
 
-    static func container(_ iter: UnsafeMutablePointer<spa_json>, token: UnsafePointer<CChar>, length: Int32) -> SPAValue? {
+    static func container(_ iter: UnsafeMutablePointer<spa_json>, token: UnsafePointer<CChar>, length: Int32, depth: Int,
+                          tooDeep: inout Bool) -> SPAValue? {
+        guard depth <= maximumDepth else {
+            tooDeep = true
+            return nil
+        }
         let isObject = hear_json_is_object(token, length)
         var sub = spa_json()
         return withUnsafeMutablePointer(to: &sub) { sub -> SPAValue? in
             hear_json_enter(iter, sub)
-            if isObject { return members(sub).map(SPAValue.object) }
+            if isObject { return members(sub, depth: depth, tooDeep: &tooDeep).map(SPAValue.object) }
             var items: [SPAValue] = []
             while true {
                 var item: UnsafePointer<CChar>?
                 let itemLength = hear_json_next(sub, &item)
                 if itemLength == 0 { return hear_json_closed(sub) ? .array(items) : nil }
-                guard itemLength > 0, let item, let value = value(sub, token: item, length: itemLength) else { return nil }
+                guard itemLength > 0, let item, let value = value(sub, token: item, length: itemLength, depth: depth, tooDeep: &tooDeep) else { return nil }
                 items.append(value)
             }
         }

@@ -1,5 +1,6 @@
 // Small files read and replaced safely in directories other processes (and other users' symlinks)
-// may have touched: nothing here follows a symbolic link at the final component, blocks on a FIFO
+// may have touched: nothing here follows a symbolic link at the final component (unless a reader
+// of the user's own files asks it to), blocks on a FIFO
 // or device, reads more than it was told, overwrites a file it means to keep, or writes through a
 // file it did not create itself.
 
@@ -9,12 +10,16 @@ import Glibc
 extension Syscall {
     /// The whole of a regular file, or nil if there is none. A symbolic link, FIFO, socket, device
     /// or directory at `path` is refused (EINVAL/ELOOP, with a detail) without waiting on it; so is
-    /// a file longer than `limit` (EFBIG).
-    public static func readRegularFile(_ path: String, limit: Int) throws(SystemError) -> [UInt8]? {
+    /// a file longer than `limit` (EFBIG), by its size or, where the size says nothing (/proc's
+    /// files stat as 0 bytes and can be endless), by what the read brings. `followingLinks`: a
+    /// symbolic link is followed to what it names (the user's own files: a preset or a drop-in
+    /// linked from a dotfiles folder); the rest holds for that file.
+    public static func readRegularFile(_ path: String, limit: Int, followingLinks: Bool = false) throws(SystemError) -> [UInt8]? {
         let fd: Int32
         do throws(SystemError) {
             // O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer.
-            fd = try retrying("open \(path)") { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY) }
+            let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (followingLinks ? 0 : O_NOFOLLOW)
+            fd = try retrying("open \(path)") { open(path, flags) }
         } catch where error.code == ENOENT {
             return nil
         } catch where error.code == ELOOP {

@@ -19,20 +19,47 @@ import HearCLI
 import HearControl
 import HearDSP
 import HearSystem
+import Synchronization
 
 /// The chains the drop-ins configure, by number (a later directory's drop-in wins).
 enum ConfiguredChains {
+    /// Far above any config (PipeWire itself reads a file whole, whatever its size); a file larger
+    /// than this is skipped with a warning rather than read into memory.
+    static let maximumBytes = 64 << 20
+
+    /// Read as PipeWire reads them: symbolic links followed (stow, home-manager), every `.conf`. A
+    /// file that cannot be read or parsed is skipped with a warning naming it and the reason, once
+    /// per run of hearctl.
     static func load() -> [Int: ConfiguredChain] {
         var result: [Int: ConfiguredChain] = [:]
         for directory in DropIns.directories(environment: Discovery.environment) {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
             for name in names.filter({ $0.hasSuffix(".conf") }).sorted() {
                 let path = directory + "/" + name
-                guard let bytes = try? Syscall.readRegularFile(path, limit: 1 << 20) else { continue }
-                for chain in DropIns.chains(in: String(decoding: bytes, as: UTF8.self), path: path) { result[chain.chain] = chain }
+                do {
+                    guard let bytes = try Syscall.readRegularFile(path, limit: maximumBytes, followingLinks: true) else {
+                        var link = stat()
+                        if lstat(path, &link) == 0 { warn(path, "it is a symbolic link to nothing") }
+                        continue
+                    }
+                    for chain in try DropIns.chains(in: String(decoding: bytes, as: UTF8.self), path: path) { result[chain.chain] = chain }
+                } catch let error as DropIns.Unreadable {
+                    warn(path, "\(error.reason)")
+                } catch let error as SystemError {
+                    warn(path, error.detail ?? error.message)
+                } catch {
+                    warn(path, "\(error)")
+                }
             }
         }
         return result
+    }
+
+    private static let warned = Mutex<Swift.Set<String>>([])
+
+    static func warn(_ path: String, _ reason: String) {
+        guard warned.withLock({ $0.insert(path).inserted }) else { return }
+        FileHandle.standardError.write(Data("hearctl: warning: skipped drop-in \(Sanitize.text(path)): \(Sanitize.text(reason))\n".utf8))
     }
 }
 

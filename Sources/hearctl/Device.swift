@@ -204,7 +204,7 @@ struct Devices {
     /// The chain number the drop-in for `chain` configures: the user's file, else any configured
     /// chain of that kind (1 mic, 2 speaker).
     static func number(_ chain: DropInChain, dropIn: String?) -> Int {
-        if let dropIn, let found = DropIns.chains(in: dropIn, path: "").first { return found.chain }
+        if let dropIn, let found = (try? DropIns.chains(in: dropIn, path: ""))?.first { return found.chain }
         return chain == .mic ? 1 : 2
     }
 

@@ -8,6 +8,7 @@ import Glibc
 import HearCLI
 import HearControl
 import HearDSP
+import HearSystem
 
 enum PresetStore {
     static var directory: String? { SettingsPath.presetDirectory(environment: Discovery.environment) }
@@ -23,21 +24,25 @@ enum PresetStore {
     static let maximumBytes = 64 << 10
 
     /// The user's preset `name`, or nil when there is none. One that exists but cannot be used is an
-    /// error, never a silent fall-back to the built-in preset of that name. Not Syscall.readRegularFile:
-    /// that refuses symbolic links (right for shared directories), and a preset linked from a dotfiles
-    /// folder is the user's own.
+    /// error, never a silent fall-back to the built-in preset of that name. A symbolic link is
+    /// followed (a preset linked from a dotfiles folder is the user's own); the read is bounded by
+    /// what it brings, not by the size the file states.
     static func user(_ name: String) throws -> Settings? {
         guard let path = path(name) else { return nil }
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            let code = errno
-            var link = stat()
-            if code == ENOENT && lstat(path, &link) != 0 { return nil }
-            throw CLIError("cannot read preset \(path): \(String(cString: strerror(code)))")
+        let found: [UInt8]?
+        do throws(SystemError) {
+            found = try Syscall.readRegularFile(path, limit: maximumBytes, followingLinks: true)
+        } catch where error.code == EFBIG {
+            throw CLIError("preset \(path) \(error.detail ?? "is too large"); a preset is at most \(maximumBytes / 1024) KiB (hearctl preset save writes a few hundred bytes)")
+        } catch where error.code == EINVAL {
+            throw CLIError("preset \(path) is not a regular file")
+        } catch {
+            throw CLIError("cannot read preset \(path): \(error)")
         }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw CLIError("preset \(path) is not a regular file") }
-        guard info.st_size <= maximumBytes, let data = FileManager.default.contents(atPath: path), data.count <= maximumBytes else {
-            throw CLIError("preset \(path) is \(info.st_size) bytes; a preset is at most \(maximumBytes / 1024) KiB (hearctl preset save writes a few hundred bytes)")
+        guard let data = found else {
+            var link = stat()
+            guard lstat(path, &link) == 0 else { return nil }
+            throw CLIError("cannot read preset \(path): it is a symbolic link to nothing")
         }
         // Bytes that are not UTF-8 (a comment written in another encoding) read as U+FFFD:
         // harmless in a comment, and an error naming the line in a value.

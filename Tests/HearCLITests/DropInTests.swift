@@ -13,7 +13,7 @@ import Testing
 
     @Test func theRepositorysDropInsNameTheirChainsAndValues() throws {
         let microphone = try String(contentsOfFile: Self.root + "/conf.d/pipewire/hear-microphone.conf", encoding: .utf8)
-        let chains = DropIns.chains(in: microphone, path: "hear-microphone.conf")
+        let chains = try DropIns.chains(in: microphone, path: "hear-microphone.conf")
         #expect(chains.count == 1)
         let mic = try #require(chains.first)
         #expect(mic.chain == 1 && mic.label == "hear_mono" && mic.description == "Hear: enhanced microphone")
@@ -22,11 +22,11 @@ import Testing
         #expect(mic.configured(.gain) == 0 && mic.configured(.compThreshold) == -28)
 
         let speaker = try String(contentsOfFile: Self.root + "/conf.d/pipewire/hear-speaker.conf", encoding: .utf8)
-        let second = try #require(DropIns.chains(in: speaker, path: "hear-speaker.conf").first)
+        let second = try #require(try DropIns.chains(in: speaker, path: "hear-speaker.conf").first)
         #expect(second.chain == 2 && second.label == "hear_stereo" && second.settings[.compRatio] == 2.5)
     }
 
-    @Test func spaJSONFormsAndOtherPluginsAreHandled() {
+    @Test func spaJSONFormsAndOtherPluginsAreHandled() throws {
         let text = """
             # a comment { not a brace
             context.modules = [
@@ -38,13 +38,13 @@ import Testing
                   ] } } }
             ]
             """
-        let chains = DropIns.chains(in: text, path: "x.conf")
+        let chains = try DropIns.chains(in: text, path: "x.conf")
         #expect(chains.count == 1)
         #expect(chains.first?.chain == 7 && chains.first?.description == "two")
         #expect(chains.first?.settings[.gain] == 24)  // clamped into the schema range, as the plugin does
         #expect(chains.first?.settings[.compRatio] == 2 && chains.first?.settings[.eqEnable] == 0)
-        #expect(DropIns.chains(in: "context.modules = [ { broken", path: "y.conf").isEmpty)
-        let noChain = DropIns.chains(in: "n = [ { type = ladspa label = hear_mono plugin = a } ]", path: "z.conf")
+        #expect(throws: DropIns.Unreadable(reason: "not PipeWire's SPA-JSON")) { try DropIns.chains(in: "context.modules = [ { broken", path: "y.conf") }
+        let noChain = try DropIns.chains(in: "n = [ { type = ladspa label = hear_mono plugin = a } ]", path: "z.conf")
         #expect(noChain.first?.chain == 0)
     }
 
@@ -65,7 +65,7 @@ import Testing
                     { type = ladspa label = hear_mono plugin = libhear control = { chain = 4 } } ] } } }
             ] }
             """#
-        let chains = DropIns.chains(in: text, path: "n.conf")
+        let chains = try DropIns.chains(in: text, path: "n.conf")
         #expect(chains.map(\.chain) == [3, 4])
         let first = try #require(chains.first)
         #expect(first.label == "hear_stereo" && first.description == #"Hear "one" # not a comment"#)
@@ -74,17 +74,17 @@ import Testing
         #expect(chains.last?.description == nil && chains.last?.label == "hear_mono")
         // What libspa's tokenizer refuses makes the file unreadable: a control character inside a
         // string, a string never closed. A file in braces is one object: nothing may follow it.
-        #expect(DropIns.chains(in: "a = [ { type = ladspa label = hear_mono control = { chain = 1 } } ]", path: "ok.conf").count == 1)
-        #expect(DropIns.chains(in: "a = [ { type = ladspa label = \"hear\tmono\" control = { chain = 1 } } ]", path: "t.conf").isEmpty)
-        #expect(DropIns.chains(in: "a = [ { type = ladspa label = \"hear_mono control = { chain = 1 } } ]", path: "q.conf").isEmpty)
-        #expect(DropIns.chains(in: "{ a = [ { type = ladspa label = hear_mono } ] } b = 1", path: "b.conf").isEmpty)
+        #expect(try DropIns.chains(in: "a = [ { type = ladspa label = hear_mono control = { chain = 1 } } ]", path: "ok.conf").count == 1)
+        #expect(throws: DropIns.Unreadable(reason: "not PipeWire's SPA-JSON")) { try DropIns.chains(in: "a = [ { type = ladspa label = \"hear\tmono\" control = { chain = 1 } } ]", path: "t.conf") }
+        #expect(throws: DropIns.Unreadable(reason: "not PipeWire's SPA-JSON")) { try DropIns.chains(in: "a = [ { type = ladspa label = \"hear_mono control = { chain = 1 } } ]", path: "q.conf") }
+        #expect(throws: DropIns.Unreadable(reason: "not PipeWire's SPA-JSON")) { try DropIns.chains(in: "{ a = [ { type = ladspa label = hear_mono } ] } b = 1", path: "b.conf") }
     }
 
     @Test func outOfRangeValuesAreHeldWhereThePluginHoldsThem() throws {
         // filter-chain reads 1e39 as +inf and the plugin holds its port in range: +24 dB runs, so
         // that is the value `reset` returns to. A switch snaps as the plugin snaps it.
         let text = "m = [ { type = ladspa label = hear_mono control = { gain = 1e39 comp.makeup = -1e39 eq.enable = 0.7 comp.enable = 0.2 } } ]"
-        let chain = try #require(DropIns.chains(in: text, path: "r.conf").first)
+        let chain = try #require(try DropIns.chains(in: text, path: "r.conf").first)
         #expect(chain.settings[.gain] == 24 && chain.configured(.gain) == 24)
         #expect(chain.settings[.compMakeup] == Parameter.compMakeup.spec.minimum)
         #expect(chain.settings[.eqEnable] == 1 && chain.settings[.compEnable] == 0)
@@ -99,5 +99,16 @@ import Testing
         #expect(home.suffix(2) == ["/h/.config/pipewire/pipewire.conf.d", "/h/.config/pipewire/filter-chain.conf.d"])
         let explicit = DropIns.directories { ["PIPEWIRE_CONFIG_DIR": "/p", "HOME": "/h"][$0] }
         #expect(explicit.suffix(2) == ["/p/pipewire.conf.d", "/p/filter-chain.conf.d"])
+    }
+
+    /// A file of brackets alone, 4,000 levels deep (8 KB), is refused with its reason instead of
+    /// overflowing the stack; a chain inside 60 levels of arrays still reads.
+    @Test func deeplyNestedFilesAreRefusedNotACrash() throws {
+        let deep = "a = " + String(repeating: "[", count: 4000) + String(repeating: "]", count: 4000)
+        #expect(throws: DropIns.Unreadable(reason: "nested more than 64 levels deep")) { try DropIns.chains(in: deep, path: "deep.conf") }
+        let objects = "a = " + String(repeating: "{ b = ", count: 4000) + "1" + String(repeating: " }", count: 4000)
+        #expect(throws: DropIns.Unreadable(reason: "nested more than 64 levels deep")) { try DropIns.chains(in: objects, path: "deep.conf") }
+        let fine = "a = " + String(repeating: "[", count: 60) + "{ type = ladspa label = hear_mono control = { chain = 3 } }" + String(repeating: "]", count: 60)
+        #expect(try DropIns.chains(in: fine, path: "ok.conf").first?.chain == 3)
     }
 }

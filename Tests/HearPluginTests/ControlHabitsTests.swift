@@ -154,6 +154,43 @@ import TestSupport
         #expect(try sandbox.value("gain", chain: 1) == 2.5)
     }
 
+    /// Drop-ins are read as PipeWire reads them: a symbolic link (stow, home-manager) is the chain's
+    /// drop-in, and `reset` on the running chain goes to its values. A file nested 4,000 levels
+    /// deep, one not SPA-JSON, one too large and a link to nothing are each skipped with a warning
+    /// naming the file and the reason; every verb still works (it crashed with exit 139).
+    @Test func dropInsAreReadAsPipeWireReadsThem() throws {
+        let sandbox = try Sandbox()
+        let written = try sandbox.writeDropIn(chain: 1, controls: ["gain": 2.5])
+        let stowed = sandbox.base + "/dotfiles-hear.conf"
+        try FileManager.default.moveItem(atPath: written, toPath: stowed)
+        try FileManager.default.createSymbolicLink(atPath: written, withDestinationPath: stowed)
+        let directory = sandbox.config + "/pipewire/pipewire.conf.d"
+        let deep = "context.modules = " + String(repeating: "[", count: 4000) + String(repeating: "]", count: 4000)
+        _ = FileManager.default.createFile(atPath: directory + "/deep.conf", contents: Data(deep.utf8))
+        _ = FileManager.default.createFile(atPath: directory + "/broken.conf", contents: Data("context.modules = [ { broken".utf8))
+        let huge = directory + "/huge.conf"
+        _ = FileManager.default.createFile(atPath: huge, contents: nil)
+        #expect(truncate(huge, 65 << 20) == 0)  // sparse: nothing is written
+        try FileManager.default.createSymbolicLink(atPath: directory + "/gone.conf", withDestinationPath: sandbox.base + "/nothing.conf")
+
+        let status = try sandbox.hearctl("status")
+        #expect(status.status == 0, "\(status.status) \(status.stderr)")
+        for (file, reason) in [("deep.conf", "nested more than 64 levels deep"), ("broken.conf", "not PipeWire's SPA-JSON"),
+                               ("huge.conf", "more than the 67108864 allowed"), ("gone.conf", "a symbolic link to nothing")] {
+            let line = status.stderr.split(separator: "\n").first { $0.contains(file) }.map(String.init) ?? ""
+            #expect(line.hasPrefix("hearctl: warning: skipped drop-in \(directory)/\(file): ") && line.contains(reason), "\(status.stderr)")
+        }
+        #expect(status.stderr.components(separatedBy: "deep.conf").count == 2, "warned once: \(status.stderr)")
+        #expect(try sandbox.value("gain", chain: 1) == 2.5)
+
+        let host = try sandbox.startHost(chain: 1)
+        #expect(try sandbox.hearctl("set", "gain", "9").status == 0)
+        let reset = try sandbox.hearctl("reset", "gain")
+        #expect(reset.status == 0, "\(reset.stderr)")
+        #expect(try sandbox.value("gain", chain: 1) == 2.5, "reset goes to the linked drop-in's value")
+        _ = try host.stop()
+    }
+
     /// A user preset with a byte that is not UTF-8 in a comment is that preset (not the built-in
     /// of its name, not "no preset"); a bad byte in a value names the line; a huge file is refused unread.
     @Test func damagedOrHugeUserPresetsAreNeverSilentlyReplaced() throws {
@@ -172,7 +209,21 @@ import TestSupport
         #expect(bad.status == 1 && bad.stderr.contains("bad.conf is invalid: line 1"), "\(bad.stderr)")
         _ = FileManager.default.createFile(atPath: directory + "/huge.conf", contents: Data(repeating: 0x23, count: 200_000))
         let huge = try sandbox.hearctl("preset", "show", "huge")
-        #expect(huge.status == 1 && huge.stderr.contains("is 200000 bytes; a preset is at most 64 KiB"), "\(huge.stderr)")
+        #expect(huge.status == 1 && huge.stderr.contains("is 200000 bytes, more than the 65536 allowed; a preset is at most 64 KiB"), "\(huge.stderr)")
+        // A link to a file whose stat size is 0 but whose content has no end: bounded by the read itself.
+        try FileManager.default.createSymbolicLink(atPath: directory + "/endless.conf", withDestinationPath: "/proc/self/pagemap")
+        let started = Date()
+        let endless = try sandbox.hearctl("preset", "show", "endless")
+        #expect(endless.status == 1 && endless.stderr.contains("grew past the 65536 bytes allowed while being read"), "\(endless.stderr)")
+        #expect(Date().timeIntervalSince(started) < 5, "read \(Date().timeIntervalSince(started)) s of /proc/self/pagemap")
+        // A link from a dotfiles folder is the user's own preset; a link to nothing is said to be one.
+        _ = FileManager.default.createFile(atPath: sandbox.base + "/dotfile.conf", contents: Data("gain = 3\n".utf8))
+        try FileManager.default.createSymbolicLink(atPath: directory + "/linked.conf", withDestinationPath: sandbox.base + "/dotfile.conf")
+        let linked = Self.json(try sandbox.hearctl("preset", "show", "linked", "--json").stdout)
+        #expect((linked?["values"] as? [String: Double]) == ["gain": 3], "\(linked ?? [:])")
+        try FileManager.default.createSymbolicLink(atPath: directory + "/dangling.conf", withDestinationPath: sandbox.base + "/nothing.conf")
+        let dangling = try sandbox.hearctl("preset", "show", "dangling")
+        #expect(dangling.status == 1 && dangling.stderr.contains("a symbolic link to nothing"), "\(dangling.stderr)")
         let listed = Self.json(try sandbox.hearctl("preset", "list", "--json").stdout)?["presets"] as? [[String: Any]] ?? []
         #expect(listed.first { $0["name"] as? String == "podcast" }?["source"] as? String == "user", "\(listed)")
     }
