@@ -18,6 +18,10 @@ enum TestTiming {
     /// tell from tinnitus than a steady one.
     static let pulses = 3, pulseSeconds = 0.15, gapSeconds = 0.1, rampSeconds = 0.02
     static var toneSeconds: Double { Double(pulses) * pulseSeconds + Double(pulses - 1) * gapSeconds }
+    /// Silence after the last pulse in the file pw-play plays: pw-play ends when the file does and
+    /// drops the last part of a quantum (10 ms at 480), which cut every tone inside its fade-out
+    /// (a click 43 dB below the tone at 4 kHz). What it drops now is silence.
+    static let tailSeconds = 0.1
     /// An answer counts until this long after the tone ends.
     static let answerSeconds = 0.9
     /// Between presentations, at random in this range (so the listener cannot answer on rhythm).
@@ -244,8 +248,25 @@ final class TonePlayer {
         }
         notes.append("tones play on \(Devices.describe(node))" + (headphones ? "" : form.isEmpty
             ? "; hearctl cannot tell whether it is headphones: use headphones, one ear at a time needs them" : ""))
-        directory = NSTemporaryDirectory() + "hear-hearing-test-\(getpid())"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        directory = try Self.privateDirectory()
+    }
+
+    deinit {
+        playing?.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A directory of this run's own for the tone files: created exclusively (mkdtemp: a fresh name,
+    /// mode 0700) in $XDG_RUNTIME_DIR, else $TMPDIR or /tmp; removed when the test ends.
+    static func privateDirectory() throws -> String {
+        let environment = ProcessInfo.processInfo.environment
+        let candidates: [String?] = [environment["XDG_RUNTIME_DIR"], environment["TMPDIR"]]
+        let base = candidates.compactMap { $0 }.first { (path: String) in path.hasPrefix("/") && access(path, W_OK | X_OK) == 0 } ?? "/tmp"
+        var template = Array((SocketPath.trimmed(base) + "/hear-hearing-test.XXXXXX").utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ $0.baseAddress.flatMap(mkdtemp) != nil }) else {
+            throw CLIError("cannot create a private directory for the tones in \(base): \(String(cString: strerror(errno)))")
+        }
+        return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// A stereo float WAV of the pulsed tone at `level` dBFS peak in one ear, silence in the other.
@@ -262,7 +283,7 @@ final class TonePlayer {
             }
             if index < TestTiming.pulses - 1 { samples += [Float](repeating: 0, count: 2 * gap) }
         }
-        return samples
+        return samples + [Float](repeating: 0, count: 2 * Int(TestTiming.tailSeconds * rate))
     }
 
     /// The samples as a WAV file (IEEE float, two channels).
