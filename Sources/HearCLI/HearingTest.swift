@@ -75,18 +75,25 @@ public struct HearingTest: Sendable {
             thresholds[ear.rawValue]?.first { $0.frequency == frequency }?.level
         }
 
-        /// Whether the answers can be trusted, and why not: a retest more than 10 dB off, or a false
-        /// alarm on more than one catch trial in five.
-        public var doubts: [String] {
-            var doubts: [String] = []
-            for (ear, difference) in retestDifference.sorted(by: { $0.key < $1.key }) where abs(difference) > 10 {
-                doubts.append("the \(ear) ear's 1 kHz retest is \(Int(difference.rounded())) dB from its first threshold")
-            }
-            if catchTrials > 0 && falseAlarmRate > 0.2 {
-                doubts.append("\(falseAlarms) of \(catchTrials) silent presentations were answered 'heard'")
-            }
-            return doubts
+        /// Whether the answers can be trusted, and why not (HearingTest.doubts).
+        public var doubts: [String] { HearingTest.doubts(retestDifference: retestDifference, catchTrials: catchTrials, falseAlarms: falseAlarms) }
+    }
+
+    /// A retest further than this from the first 1 kHz threshold (dB) puts the result in doubt: a
+    /// step of the search is 5 dB, so more than one step apart is not the same threshold.
+    public static let retestToleranceDB = 5.0
+
+    /// Whether a test's answers can be trusted, and why not: a 1 kHz retest more than
+    /// `retestToleranceDB` off, or a false alarm on more than one catch trial in five.
+    public static func doubts(retestDifference: [String: Double], catchTrials: Int, falseAlarms: Int) -> [String] {
+        var doubts: [String] = []
+        for (ear, difference) in retestDifference.sorted(by: { $0.key < $1.key }) where abs(difference) > retestToleranceDB {
+            doubts.append("the \(ear) ear's 1 kHz retest is \(Int(difference.rounded())) dB from its first threshold")
         }
+        if catchTrials > 0 && Double(falseAlarms) > 0.2 * Double(catchTrials) {
+            doubts.append("\(falseAlarms) of \(catchTrials) silent presentations were answered 'heard'")
+        }
+        return doubts
     }
 
     public let settings: Settings

@@ -104,6 +104,8 @@ extension Hearctl {
         var preset = "hearing"
         @Flag(name: .customLong("dry-run"), help: "Compute, print and plot the fit for a 48 kHz chain at its defaults; apply and save nothing.")
         var dryRun = false
+        @Flag(name: .long, help: "With --from-test: apply a fit from a test whose own answers put it in doubt (a 1 kHz retest more than 5 dB off, or silent presentations answered).")
+        var force = false
         @Option(name: .long, help: ArgumentHelp("The chain to fit: a number or a name.", valueName: "chain"),
                 completion: Complete.chains)
         var chain = "speaker"
@@ -170,6 +172,15 @@ extension Hearctl {
             // The test's result is read once: its audiograms, and its reliability beside the fit.
             let test = fromTest ? try savedTest : nil
             let (leftAudiogram, rightAudiogram) = try test.map(Self.audiograms) ?? audiograms
+            // A doubtful test is fitted only when asked: its thresholds may be a guess.
+            let doubts = test?.currentDoubts ?? []
+            if !doubts.isEmpty && !dryRun {
+                guard force else {
+                    throw CLIError("the hearing test's own answers put it in doubt: " + doubts.joined(separator: "; ")
+                        + ". Nothing was changed: take the test again (`hearctl hearing-test`), or apply this fit anyway with --force")
+                }
+                FileHandle.standardError.write(Data("hearctl: warning: fitting a doubtful hearing test (--force): \(doubts.joined(separator: "; "))\n".utf8))
+            }
             let chainNumber = ChainName.number(chain) ?? 2
             var values = ParameterValues()
             var rate = 48000.0
@@ -246,7 +257,7 @@ extension Hearctl {
             if let test {
                 // The test's thresholds are estimates: say so, and how far to trust them, beside the fit.
                 print("audiogram from the hearing test of \(test.date): \(test.basis)")
-                print("reliability: " + test.reliability + (test.doubts.isEmpty ? "" : "; doubts: " + test.doubts.joined(separator: "; ")))
+                print("reliability: " + test.reliability + (doubts.isEmpty ? "" : "; doubts: " + doubts.joined(separator: "; ")))
                 print()
             }
             for ear in ears {

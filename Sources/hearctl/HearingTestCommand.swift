@@ -49,6 +49,12 @@ struct SavedHearingTest: Codable {
     let seconds: Double
     let doubts: [String]
 
+    /// Why the answers may not be trusted, from the result's own figures (not the `doubts` it was
+    /// saved with: an older hearctl doubted only retests more than 10 dB off).
+    var currentDoubts: [String] {
+        HearingTest.doubts(retestDifference: retestDifference, catchTrials: catchTrials, falseAlarms: falseAlarms)
+    }
+
     /// How far to trust the result, in one line: the 1 kHz retest and the catch trials.
     var reliability: String {
         let retest = retestDifference.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%+.0f", $0.value)) dB" }
@@ -208,7 +214,7 @@ extension Hearctl {
             let minutes = Int(saved.seconds) / 60, rest = Int(saved.seconds) % 60
             var lines = [Output.table(rows), saved.basis + "."]
             lines.append("reliability: " + saved.reliability)
-            for doubt in saved.doubts { lines.append("doubt: \(doubt): take the test again, in a quiet room") }
+            for doubt in saved.currentDoubts { lines.append("doubt: \(doubt): take the test again, in a quiet room") }
             lines.append("\(presentations) presentations in \(minutes) min \(rest) s\(simulated ? " (the test's own clock: answers came through a pipe)" : "")")
             return lines
         }

@@ -87,6 +87,37 @@ import TestSupport
         #expect(none.status == 2 && none.stderr.contains("hearctl hearing-test` makes one"), "\(none.stderr)")
     }
 
+    /// A result its own answers put in doubt (8 of 25 silent presentations answered, a 1 kHz retest
+    /// 10 dB off) is fitted only with --force, and then with a warning; nothing changes without it.
+    /// A retest 5 dB off (one step of the search) is no doubt.
+    @Test func aDoubtfulTestIsFittedOnlyWithForce() throws {
+        let sandbox = try Sandbox()
+        func result(retest: Double, falseAlarms: Int) throws -> String {
+            let ear = [250, 500, 1000, 2000, 3000, 4000, 6000, 8000].map { frequency in
+                ["frequency": Double(frequency), "dBFS": -70.0, "estimatedHL": 40.0, "outcome": "found"] as [String: Any]
+            }
+            let object: [String: Any] = ["date": "2026-11-28T05:00:00Z", "basis": "assumed reference", "seconds": 200.0,
+                                         "ears": ["left": ear, "right": ear], "retestDifference": ["left": retest, "right": 0.0],
+                                         "catchTrials": 25, "falseAlarms": falseAlarms, "doubts": [String]()]
+            let path = sandbox.base + "/result-\(Int(retest))-\(falseAlarms).json"
+            try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        let host = try sandbox.startHost(chain: 2)
+        let preset = sandbox.config + "/hear/presets/hearing.conf"
+        let doubtful = try result(retest: 10, falseAlarms: 8)
+        let refused = try sandbox.hearctl("fit", "--from-test", doubtful)
+        #expect(refused.status == 1 && refused.stderr.contains("put it in doubt") && refused.stderr.contains("left ear's 1 kHz retest is 10 dB")
+                && refused.stderr.contains("8 of 25 silent presentations") && refused.stderr.contains("--force"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: preset), "a refused fit saved its preset")
+        let forced = try sandbox.hearctl("fit", "--from-test", doubtful, "--force")
+        #expect(forced.status == 0 && forced.stderr.contains("warning: fitting a doubtful hearing test (--force)"), "\(forced.stderr)")
+        #expect(FileManager.default.fileExists(atPath: preset))
+        let fine = try sandbox.hearctl("fit", "--from-test", try result(retest: 5, falseAlarms: 1))
+        #expect(fine.status == 0 && !fine.stderr.contains("doubt"), "\(fine.stderr)")
+        _ = try host.stop()
+    }
+
     /// The answers ending early (the listener gone) save nothing and say so.
     @Test func answersEndingEarlySaveNothing() throws {
         let sandbox = try Sandbox()
