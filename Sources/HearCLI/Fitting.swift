@@ -54,14 +54,14 @@ public struct Audiogram: Sendable, Equatable {
 
     public init(points: [Point]) throws(ParseError) {
         guard !points.isEmpty else { throw .empty }
-        var seen: [Double] = []
         for point in points {
             guard point.frequency >= 125 && point.frequency <= 8000 else { throw .frequencyOutOfRange(point.frequency) }
             guard point.threshold >= -10 && point.threshold <= 120 else { throw .thresholdOutOfRange(point.threshold) }
-            guard !seen.contains(point.frequency) else { throw .duplicate(point.frequency) }
-            seen.append(point.frequency)
         }
-        self.points = points.sorted { $0.frequency < $1.frequency }
+        let sorted = points.sorted { $0.frequency < $1.frequency }
+        // Sorted, a frequency given twice stands beside itself: one pass, however many points.
+        for (a, b) in zip(sorted, sorted.dropFirst()) where a.frequency == b.frequency { throw .duplicate(a.frequency) }
+        self.points = sorted
     }
 
     /// From `(frequency, dB HL)` pairs.

@@ -132,11 +132,8 @@ extension Hearctl {
                 guard let path = testFile ?? SavedHearingTest.defaultPath else {
                     throw ValidationError("--from-test: neither XDG_STATE_HOME nor HOME is set; name the result file")
                 }
-                guard let data = FileManager.default.contents(atPath: path) else {
-                    throw ValidationError("--from-test: no hearing test result at \(path); `hearctl hearing-test` makes one")
-                }
-                do { return try JSONDecoder().decode(SavedHearingTest.self, from: data) } catch {
-                    throw ValidationError("--from-test: \(path) is not a hearing test result: \(error.localizedDescription)")
+                do { return try SavedHearingTest.read(path) } catch {
+                    throw CLIError("--from-test: " + error.description, code: error.code)
                 }
             }
         }
@@ -147,8 +144,9 @@ extension Hearctl {
                 let points = (test.ears[name] ?? []).compactMap { entry in
                     entry.estimatedHL.map { (entry.frequency, min(max($0.rounded(), -10), 120)) }
                 }
+                guard !points.isEmpty else { throw ValidationError("--from-test: the test found no threshold for the \(name) ear") }
                 do { return try Audiogram(points) } catch {
-                    throw ValidationError("--from-test: the test found no threshold for the \(name) ear")
+                    throw ValidationError("--from-test: the \(name) ear's thresholds: \(error.description)")
                 }
             }
             return (try ear("left"), try ear("right"))
@@ -157,7 +155,8 @@ extension Hearctl {
         mutating func validate() throws {
             if fromTest && (left != nil || right != nil) { throw ValidationError("--from-test takes the thresholds from the test: leave out --left and --right") }
             if !fromTest && testFile != nil { throw ValidationError("'\(testFile!)': a file is read only with --from-test") }
-            _ = try audiograms
+            // The test's result is read once, in run(); given thresholds are checked here.
+            if !fromTest { _ = try audiograms }
             let spec = Parameter.mbMaxGain.spec
             guard maxGain.isFinite, maxGain >= Double(spec.minimum), maxGain <= Double(spec.maximum) else {
                 throw ValidationError("--max-gain must be between \(Int(spec.minimum)) and \(Int(spec.maximum)) dB, not \(maxGain)")

@@ -11,6 +11,7 @@ import Foundation
 import Glibc
 import HearCLI
 import HearControl
+import HearSystem
 
 /// The test's timing: what a listener sits through, and what a simulated run counts.
 enum TestTiming {
@@ -63,6 +64,50 @@ struct SavedHearingTest: Codable {
 
     static var defaultPath: String? {
         SettingsPath.stateDirectory(environment: Discovery.environment).map { $0 + "/hearing-test.json" }
+    }
+
+    /// A result file is a few KB; one far larger is not one, and is not read.
+    static let maximumBytes = 1 << 20
+
+    /// The result at `path`, its text fields made safe to print (a file from elsewhere may carry
+    /// escape sequences). Errors say what is wrong and where in the file.
+    static func read(_ path: String) throws(CLIError) -> SavedHearingTest {
+        let found: [UInt8]?
+        do throws(SystemError) {
+            found = try Syscall.readRegularFile(path, limit: maximumBytes, followingLinks: true)
+        } catch where error.code == EFBIG {
+            throw CLIError("\(path) \(error.detail ?? "is too large"): a hearing test result is a few KB", code: ExitStatus.usage)
+        } catch {
+            throw CLIError("cannot read \(path): \(error)", code: ExitStatus.usage)
+        }
+        guard let bytes = found else {
+            throw CLIError("no hearing test result at \(path); `hearctl hearing-test` makes one", code: ExitStatus.usage)
+        }
+        let saved: SavedHearingTest
+        do { saved = try JSONDecoder().decode(SavedHearingTest.self, from: Data(bytes)) } catch {
+            throw CLIError("\(path) is not a hearing test result: \(Self.explain(error))", code: ExitStatus.usage)
+        }
+        return SavedHearingTest(
+            date: Sanitize.text(saved.date), device: saved.device.map(Sanitize.text), basis: Sanitize.text(saved.basis),
+            ears: saved.ears.mapValues { $0.map { Ear(frequency: $0.frequency, dBFS: $0.dBFS, estimatedHL: $0.estimatedHL,
+                                                       outcome: Sanitize.text($0.outcome)) } },
+            retestDifference: saved.retestDifference, catchTrials: saved.catchTrials, falseAlarms: saved.falseAlarms,
+            seconds: saved.seconds, doubts: saved.doubts.map(Sanitize.text))
+    }
+
+    /// A decoding error in words: what was expected, and where ("ears.left[3].frequency").
+    static func explain(_ error: Error) -> String {
+        func path(_ keys: [CodingKey]) -> String {
+            let text = keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return text.hasPrefix(".") ? String(text.dropFirst()) : (text.isEmpty ? "the top level" : text)
+        }
+        switch error as? DecodingError {
+        case .typeMismatch(let type, let context)?: return "\(Sanitize.text(path(context.codingPath))) is not \(type == String.self ? "text" : type == Double.self || type == Int.self ? "a number" : "\(type)")"
+        case .valueNotFound(_, let context)?: return "\(Sanitize.text(path(context.codingPath))) is missing"
+        case .keyNotFound(let key, let context)?: return "\(Sanitize.text(path(context.codingPath + [key]))) is missing"
+        case .dataCorrupted(let context)?: return context.codingPath.isEmpty ? "not JSON" : "\(Sanitize.text(path(context.codingPath))) is damaged"
+        default: return "not JSON"
+        }
     }
 }
 

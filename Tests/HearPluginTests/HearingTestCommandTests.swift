@@ -118,6 +118,47 @@ import TestSupport
         _ = try host.stop()
     }
 
+    /// Result files that are not what a test writes: each refused with what is wrong and where,
+    /// nothing fitted; text from the file reaches the terminal without its control characters.
+    @Test func hostileResultFilesAreRefusedWithTheirReason() throws {
+        let sandbox = try Sandbox()
+        func write(_ name: String, _ ears: String, date: String = "2026-11-28") throws -> String {
+            let path = sandbox.base + "/" + name
+            try Data(("{\"date\": \"\(date)\", \"basis\": \"assumed\", \"seconds\": 1, \"ears\": \(ears), "
+                      + "\"retestDifference\": {}, \"catchTrials\": 0, \"falseAlarms\": 0, \"doubts\": []}").utf8)
+                .write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        func ear(_ points: [(Double, Double)]) -> String {
+            "[" + points.map { "{\"frequency\": \($0.0), \"estimatedHL\": \($0.1), \"outcome\": \"found\"}" }.joined(separator: ",") + "]"
+        }
+        let good = ear([(500, 30), (1000, 40), (2000, 50)])
+        // A million points (46 MB): refused by its size, unread.
+        let million = sandbox.base + "/million.json"
+        let point = "{\"frequency\": 1000, \"estimatedHL\": 40, \"outcome\": \"found\"},"
+        var text = "{\"date\": \"d\", \"basis\": \"b\", \"seconds\": 1, \"retestDifference\": {}, \"catchTrials\": 0, \"falseAlarms\": 0, \"doubts\": [], \"ears\": {\"left\": ["
+        text += String(repeating: point, count: 1_000_000)
+        text += point.dropLast() + "], \"right\": []}}"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: million))
+        let started = Date()
+        let huge = try sandbox.hearctl("fit", "--dry-run", "--from-test", million)
+        print("a result file of a million points refused in \(String(format: "%.3f", Date().timeIntervalSince(started))) s")
+        #expect(huge.status == 2 && huge.stderr.contains("more than the 1048576 allowed: a hearing test result is a few KB"), "\(huge.stderr)")
+
+        for (name, ears, message) in [
+            ("twice.json", "{\"left\": \(ear([(1000, 30), (1000, 35)])), \"right\": \(good)}", "the left ear's thresholds: 1000.0 Hz is given twice"),
+            ("high.json", "{\"left\": \(good), \"right\": \(ear([(9000, 30)]))}", "the right ear's thresholds: 9000.0 Hz is outside 125-8000 Hz"),
+            ("type.json", "{\"left\": [{\"frequency\": \"loud\", \"outcome\": \"found\"}], \"right\": []}", "ears.left[0].frequency is not a number"),
+            ("missing.json", "{\"left\": [{\"frequency\": 500}], \"right\": []}", "ears.left[0].outcome is missing"),
+        ] {
+            let result = try sandbox.hearctl("fit", "--dry-run", "--from-test", try write(name, ears))
+            #expect(result.status == 2 && result.stderr.contains(message), "\(name): \(result.status) \(result.stderr)")
+        }
+        let escape = try sandbox.hearctl("fit", "--dry-run", "--from-test",
+                                         try write("escape.json", "{\"left\": \(good), \"right\": \(good)}", date: "\\u001b[2Jtoday"))
+        #expect(escape.status == 0 && escape.stdout.contains("hearing test of ?[2Jtoday") && !escape.stdout.contains("\u{1B}"), "\(escape.stdout)")
+    }
+
     /// The answers ending early (the listener gone) save nothing and say so.
     @Test func answersEndingEarlySaveNothing() throws {
         let sandbox = try Sandbox()
