@@ -184,21 +184,26 @@ extension Hearctl {
             var values = ParameterValues()
             var rate = 48000.0
             var notices: [String] = []
-            var target: Target?
+            var chains: Chains?
             if !dryRun {
-                let connected = try Target(chain: chainNumber, timeout: timeout)
-                guard let status = try connected.statuses().first?.status else {
-                    let running = (try? connected.runningChains()) ?? []
-                    throw CLIError("no running instance of chain \(chainNumber) (\(ChainName.name(chainNumber))); running chains: "
-                        + (running.isEmpty ? "none" : running.map { "\($0) (\(ChainName.name($0)))" }.joined(separator: ", "))
-                        + "; pick one with --chain, or use --dry-run", code: ExitStatus.notRunning)
+                // A running chain, or a suspended one its drop-in configures (the speaker chain right
+                // after the test, with nothing playing): fitted as `set` changes it, saved for when it starts.
+                let found = try Chains(timeout: timeout)
+                guard found.known.contains(chainNumber) else {
+                    let known = found.known.map { "\($0) (\(ChainName.name($0))) \(found.state($0))" }
+                    throw CLIError("no running hear filter or drop-in has chain \(chainNumber) (\(ChainName.name(chainNumber))); chains: "
+                        + (known.isEmpty ? "none" : known.joined(separator: ", ")) + "; pick one with --chain, or use --dry-run",
+                        code: ExitStatus.notRunning)
                 }
-                rate = Double(status.sampleRate)
-                if status.channels == 1 {
-                    notices.append("chain \(chainNumber) runs \(status.label) (one channel): it gets the left ear's profile")
+                let status = found.statuses.first { $0.status.chain == chainNumber }?.status
+                // A suspended chain runs at the graph's rate when it starts: 48 kHz unless configured otherwise.
+                rate = Double(status?.sampleRate ?? 48000)
+                let label = status?.label ?? found.configured[chainNumber]?.label ?? "hear_stereo"
+                if label == "hear_mono" {
+                    notices.append("chain \(chainNumber) runs \(label) (one channel): it gets the left ear's profile")
                 }
-                for (parameter, value) in try connected.values([]).first?.values ?? [] { values[parameter] = value }
-                target = connected
+                for (parameter, value) in try found.values(chainNumber, []) { values[parameter] = value }
+                chains = found
             }
 
             let leftFit = Fitting.fit(leftAudiogram, rule: rule, maxGainDB: maxGain, sampleRate: rate)
@@ -236,9 +241,17 @@ extension Hearctl {
             }
 
             var applied = false, presetPath: String?
-            if let target {
+            if let chains {
                 let assignments = Self.fitAssignments(values)
-                _ = try target.each(.set(chain: chainNumber, assignments: assignments))
+                var saving: SettingsFile.Changes = [:]
+                for assignment in assignments { saving[assignment.parameter] = .some(assignment.value) }
+                let result = try chains.change(chainNumber, request: .set(chain: chainNumber, assignments: assignments),
+                                               saving: saving, show: [])
+                notices += result.notices
+                if result.state != "running" {
+                    notices.append("chain \(chainNumber) (\(ChainName.name(chainNumber))) is suspended: the profile is saved in "
+                        + "\(result.saved ?? "its state file") and applied when the chain starts")
+                }
                 applied = true
                 presetPath = try Self.savePreset(preset, values: values, comment: commandLine)
             }

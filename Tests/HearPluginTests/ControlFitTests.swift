@@ -111,6 +111,20 @@ import Testing
         _ = try host.stop()
     }
 
+    /// Right after the hearing test nothing plays, and PipeWire has the speaker chain suspended:
+    /// the fit goes where `set` goes then, the chain's state file, says so, and the chain starts with it.
+    @Test func aSuspendedChainIsFittedLikeSetChangesIt() throws {
+        let sandbox = try Sandbox()
+        try sandbox.writeDropIn(chain: 2, label: "hear_stereo", controls: ["gain": 1])
+        let fit = try sandbox.hearctl("fit", "--left", Self.severe, "--right", Self.mild)
+        #expect(fit.status == 0 && fit.stdout.contains("chain 2 (speaker) is suspended: the profile is saved in"), "\(fit.status) \(fit.stdout)\(fit.stderr)")
+        let saved = try String(contentsOfFile: sandbox.stateFile(chain: 2), encoding: .utf8)
+        #expect(saved.contains("\nmb.enable = 1\n"), "\(saved)")
+        let host = try sandbox.startHost(chain: 2)
+        #expect(try sandbox.value("mb.enable", chain: 2) == 1, "the chain starts with the fit")
+        _ = try host.stop()
+    }
+
     @Test func dryRunNeedsNoFilterAndWritesTheSVG() throws {
         let sandbox = try Sandbox()
         let svg = sandbox.base + "/fit.svg"
