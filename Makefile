@@ -67,6 +67,7 @@ help:
 	@echo "make bench   ns/sample per stage and chain next to swh sc4m/mbeq and lsp compressor_mono (hear-host bench)"
 	@echo "make eval    noise suppressor vs RNNoise, WebRTC NS, speexdsp, DeepFilterNet3 (PESQ, STOI, ...);"
 	@echo "             its PyPI packages (pinned in training/pyproject.toml) go into the venv .build/venv"
+	@echo "make eval-sources  which recorded talkers are dry enough to decide on (floor, RNNoise's clean-input PESQ-WB)"
 	@echo "make train   the learned noise suppressor's weights again, from Debian's speech packages and python3-torch"
 	@echo "             (CPU, slow; training/README.md), resumable: rerun to continue"
 	@echo "make clean   remove .build"
@@ -151,11 +152,19 @@ HEAR_TRAINING := PYTHONPATH=$(CURDIR)/training
 # extra, pinned in training/pyproject.toml (EVALUATION.md's figures were measured with exactly those).
 VENV := .build/venv
 DEB_EVAL := python3 python3-venv espeak-ng flite sox libspeexdsp1 ladspa-sdk asterisk-prompt-es-co pocketsphinx-testdata hedgewars-data \
-  tuxpaint-stamps-default ktuberling-data
+  tuxpaint-stamps-default ktuberling-data klettres-data fillets-ng-data-cs
+# `make eval-sources` also reads every training talker and the candidates no split reads yet (sources.py).
+DEB_SOURCES := $(DEB_EVAL) $(shell sed -e 's/\#.*//' training/debian-packages) fillets-ng-data-nl alsa-utils codec2-examples
 
-.PHONY: eval eval-deps
+.PHONY: eval eval-deps eval-sources
 eval: build eval-deps
 	$(HEAR_TRAINING) $(VENV)/bin/python -m hear_training.evaluate
+
+# Which recorded talkers are dry enough to decide on: every one's floor and RNNoise's clean-input
+# PESQ-WB, raw and gated (training/hear_training/sources.py; the table in training/README.md).
+eval-sources: eval-deps
+	$(call apt-need,$(DEB_SOURCES))
+	$(HEAR_TRAINING) $(VENV)/bin/python -m hear_training.sources
 
 eval-deps:
 	$(call apt-need,$(DEB_EVAL))

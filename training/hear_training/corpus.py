@@ -2,13 +2,15 @@
 
 Two sets of speech share the same noises:
   recorded  recorded human voices held out from training (the eval speakers of speech.py), in
-            groups (`build_recorded`): deciding, 16 utterances of eight wideband talkers in eight
-            languages (speech.py DECIDING_TALKERS and a LibriVox reader) x 8 noises x SNR -5, 5,
-            20 dB, the set the targets are measured on; narrowband (asterisk-prompt-es-co, 8 kHz
+            groups (`build_recorded`): deciding, 12 utterances of three dry wideband talkers
+            (speech.py DRY_TALKERS) x 8 noises x SNR -5, 5, 20 dB, the set the targets are measured
+            on; home, 16 utterances of eight home-recorded talkers (HOME_TALKERS and a LibriVox
+            reader), the deciding set until issue #34; narrowband (asterisk-prompt-es-co, 8 kHz
             GSM) and acted (hedgewars game voices), each reported apart;
   tts       Harvard sentences spoken by text-to-speech voices (flite and espeak-ng, several
             speakers, male and female), 8 noises x 6 SNRs x 2 (`build`).
-Noise: synthesized (white, pink, brown, hum, fan, keyboard) or made of other voices (babble, cafe).
+Noise: synthesized (white, pink, brown, hum, fan, keyboard) or made of other voices (babble, cafe):
+family a here; family b (noises_b.py) makes the same kinds differently, babble of recorded people.
 Everything is at 48 kHz, float64 in [-1, 1].
 """
 
@@ -245,13 +247,28 @@ def build(cache, utterances_per_condition=2):
 RECORDED_SNRS = [-5, 5, 20]
 
 
-def build_recorded(cache, groups=None):
+# Noise families: "a" this file's generators, "b" noises_b.py's (written apart: other spectra, click
+# shapes, harmonic structures, babble of recorded talkers). A family's clips keep the kind's name.
+FAMILIES = ("a", "b")
+
+
+def family_noise(family, kind, n, seed, cache):
+    if family == "a":
+        return make_noise(kind, n, seed, cache)
+    if family == "b":
+        from . import noises_b
+        return noises_b.make_noise(kind, n, seed, cache)
+    raise ValueError(f"noise family {family!r}: one of {FAMILIES}")
+
+
+def build_recorded(cache, groups=None, family="a"):
     """The recorded-human-speech sets: returns {group: (noisy clips, clean-only clips)}, clips as
     `build` makes them, in speech.EVAL_GROUPS order (the deciding set first).
 
     Each group's held-out utterances (speech.py `eval_utterances`: 2.5-7 s, speakers never trained
     on nor used to pick checkpoints) x NOISES x RECORDED_SNRS, at the same speech level, lead-in and
-    tail as the TTS set; noise seeds of their own (20000 + clip, counted per group). Clean-only: two
+    tail as the TTS set; noise of `family` (FAMILIES), seeds of their own (20000 + clip, counted per
+    group). Clean-only: two
     utterances per speaker. The noise-only clips do not depend on speech: `build`'s.
     """
     from . import speech  # decodes into .build/train-cache
@@ -271,7 +288,7 @@ def build_recorded(cache, groups=None):
                 for talker, utterance in mine:
                     index += 1
                     clean = np.concatenate([np.zeros(lead), utterance, np.zeros(tail)])
-                    noise = make_noise(kind, len(clean), 20000 + index, cache)
+                    noise = family_noise(family, kind, len(clean), 20000 + index, cache)
                     noise *= 10 ** ((SPEECH_LEVEL_DB - snr) / 20)
                     clips.append(dict(noise=kind, snr=snr, talker=talker, clean=clean, noisy=clean + noise, start=lead))
         clean_only = []

@@ -1,13 +1,17 @@
 """hear's noise suppressor against RNNoise, WebRTC NS, speexdsp and DeepFilterNet3 (`make eval`).
 
 Builds the speech-in-noise sets (corpus.py): recorded human speech of held-out speakers (x 8 noises x
-SNR -5/5/20 dB) in three groups, the deciding set first (wideband talkers; its mean, per-noise and
-per-talker tables are the ones the targets are measured on), then the narrowband and the acted
-talkers, each reported apart and in no deciding figure; and TTS voices (secondary). Runs every
-method on the same clips (each clip from a fresh state, at the method's own rate), compensates each method's delay (measured by cross-correlation on each
-set's clean speech), and prints the tables kept in EVALUATION.md, one block per set.
+SNR -5/5/20 dB) in four groups, the deciding set first (dry wideband talkers; its mean, per-noise
+and per-talker tables are the ones the targets are measured on), then the home recordings (the
+deciding set until issue #34), the narrowband and the acted talkers, each reported apart and in no
+deciding figure; and TTS voices (secondary). Each recorded group is mixed with each noise family
+asked for (`--noises`: a, corpus.py; b, noises_b.py, written apart), a set of its own in the report.
+Runs every method on the same clips (each clip from a fresh state, at the method's own rate),
+compensates each method's delay (measured by cross-correlation on each set's clean speech), and
+prints the tables kept in EVALUATION.md, one block per set.
 
-    python -m hear_training.evaluate [--set deciding|recorded|tts|all] [--only hear,RNNoise] [--controls ns.reduction=30]
+    python -m hear_training.evaluate [--set deciding|home|recorded|tts|all] [--noises a,b] [--only hear,RNNoise]
+                                     [--controls ns.reduction=30]
 
 Metrics, on the utterance after a 1 s noise lead-in (every method gets the same lead-in):
   PESQ-WB and STOI at 16 kHz against the clean utterance (mean, by noise, by SNR, by talker; and the
@@ -15,9 +19,12 @@ Metrics, on the utterance after a 1 s noise lead-in (every method gets the same 
   residual noise: output/input power of noise-only clips after their first 2 s (dB); and of the
     same clips after 1 s of digital silence (what PipeWire hands a starting source), over the
     second second of noise (dB);
-  clean distortion: SI-SDR of the output of clean speech against that speech (dB, method rate;
-    per talker for the recorded sets); on the deciding set RNNoise must keep every talker at or
-    above RNNOISE_CLEAN_FLOOR, or the set measures RNNoise's failure instead of the methods;
+  clean distortion: SI-SDR and PESQ-WB of the output of clean speech against that speech (method
+    rate; per talker for the recorded sets);
+  the reference checks of a recorded set: RNNoise keeps every talker at or above RNNOISE_CLEAN_FLOOR
+    SI-SDR (else the set measures RNNoise's failure), and a set's references are dry only where
+    RNNoise's clean-input PESQ-WB is at least RNNOISE_CLEAN_PESQ for every talker and its gain over
+    the unprocessed input at least RNNOISE_GAIN (reference_check; sources.py probes every talker);
   delay: the measured lag (ms); CPU: time inside the suppressor per second of audio (% of a core);
   for hear its whole chain at defaults and for RNNoise, both timed in alternating rounds.
 """
@@ -96,14 +103,16 @@ def run(method, clips, clean_only):
         rows.append(dict(noise=clip["noise"], snr=clip["snr"], talker=clip["talker"], pesq=quality,
                          stoi=stoi(reference, output, METRIC_RATE, extended=False),
                          sisdr=si_sdr(output, reference) - si_sdr(noisy, reference)))
-    distortion, talkers = [], []
+    distortion, clean_pesq, talkers = [], [], []
     for clip in clean_only:
         x = resample(clip["clean"], corpus.RATE, method.rate)
         padded = np.concatenate([x, pad])
         y = align(through(method, padded, padded), lag, len(x))
         distortion.append(si_sdr(y, x))
+        clean_pesq.append(pesq(METRIC_RATE, resample(x, method.rate, METRIC_RATE), resample(y, method.rate, METRIC_RATE), "wb"))
         talkers.append(clip["talker"])
-    return dict(rows=rows, distortion=distortion, talkers=talkers, lag=lag, delay_ms=1000 * lag / method.rate)
+    return dict(rows=rows, distortion=distortion, clean_pesq=clean_pesq, talkers=talkers, lag=lag,
+                delay_ms=1000 * lag / method.rate)
 
 
 def run_noise(method, noise_only, lag):
@@ -132,7 +141,7 @@ def unprocessed(clips):
         rows.append(dict(noise=clip["noise"], snr=clip["snr"], talker=clip["talker"],
                          pesq=pesq(METRIC_RATE, reference, noisy, "wb"),
                          stoi=stoi(reference, noisy, METRIC_RATE, extended=False), sisdr=0.0))
-    return dict(rows=rows, residual={}, after_silence={}, distortion=[np.inf], talkers=[],
+    return dict(rows=rows, residual={}, after_silence={}, distortion=[np.inf], clean_pesq=[], talkers=[],
                 delay_ms=0.0, cpu=0.0)
 
 
@@ -212,6 +221,10 @@ def talker_table(results):
              "| method | " + " | ".join(talkers) + " |", "|---" * (len(talkers) + 1) + "|"]
     for name in names:
         lines.append(f"| {name} | " + " | ".join(f"{d:.1f}" for d in results[name]["distortion"]) + " |")
+    lines += ["", "Clean speech in: PESQ-WB of the output against the input, per talker:", "",
+              "| method | " + " | ".join(talkers) + " |", "|---" * (len(talkers) + 1) + "|"]
+    for name in names:
+        lines.append(f"| {name} | " + " | ".join(f"{d:.2f}" for d in results[name]["clean_pesq"]) + " |")
     return "\n".join(lines)
 
 
@@ -233,6 +246,34 @@ def rnnoise_check(results):
         print(line, file=sys.stderr)
     else:
         line = f"Check: RNNoise's clean SI-SDR is at least {RNNOISE_CLEAN_FLOOR:.0f} dB for every deciding talker ({cells} dB)."
+    return line
+
+
+# A set decides only where its references are dry, as a call's microphone is: RNNoise passes dry speech
+# nearly untouched (PESQ-WB 4.1 on a dry TTS voice, sources.py) and gains clearly over noisy input.
+# Where a reference keeps its recording's floor or room, RNNoise removes them and PESQ marks it down
+# (2.95 on the clean speech of the home recordings that decided until now, below the input at 20 dB
+# SNR), and a suppressor that keeps them looks better than it is.
+RNNOISE_CLEAN_PESQ = 3.5
+RNNOISE_GAIN = 0.3
+
+
+def reference_check(results):
+    """The two guards of a dry reference, one line: RNNoise's clean-input PESQ-WB per talker >=
+    RNNOISE_CLEAN_PESQ, and its mean PESQ-WB gain over the unprocessed input >= RNNOISE_GAIN."""
+    if "RNNoise" not in results:
+        return ""
+    r = results["RNNoise"]
+    cells = ", ".join(f"{t} {p:.2f}" for t, p in zip(r["talkers"], r["clean_pesq"]))
+    low = [t for t, p in zip(r["talkers"], r["clean_pesq"]) if not p >= RNNOISE_CLEAN_PESQ]
+    gain = mean(r["rows"], "pesq") - mean(results["unprocessed"]["rows"], "pesq")
+    verdict = "held" if not low and gain >= RNNOISE_GAIN else "FAILED"
+    line = (f"Reference check {verdict}: RNNoise's clean-input PESQ-WB per talker (at least {RNNOISE_CLEAN_PESQ}): {cells}"
+            + (f" (below: {', '.join(low)})" if low else "")
+            + f"; its gain over the unprocessed input {gain:+.3f} (at least +{RNNOISE_GAIN}).")
+    if verdict == "FAILED":
+        line = f"**{line} This set's references are not dry: its figures do not decide.**"
+        print(line, file=sys.stderr)
     return line
 
 
@@ -265,7 +306,8 @@ def cpu_comparison(args, clips, rounds=5, seconds=10):
 
 
 RECORDED_TITLES = {
-    "deciding": "Deciding set: recorded wideband human speech (held-out talkers, not trained on)",
+    "deciding": "Deciding set: dry recorded wideband speech (held-out talkers, gated to digital silence between words)",
+    "home": "Home recordings (the deciding set until issue #34: their references keep the recording's floor and room; reported apart)",
     "narrowband": "Narrowband talker (8 kHz GSM prompts, held out; reported apart, in no deciding figure)",
     "acted": "Acted game voices (hedgewars, held out; reported apart, in no deciding figure)",
 }
@@ -279,9 +321,12 @@ def main():
                         help="the LADSPA host that runs and times libhear.so (hear-host, built by make)")
     parser.add_argument("--cache", default=os.path.join(root, ".build/eval-cache"))
     parser.add_argument("--utterances", type=int, default=2, help="TTS clips per noise and SNR")
-    parser.add_argument("--set", default="all", choices=["deciding", "recorded", "tts", "all"],
+    parser.add_argument("--set", default="all", choices=["deciding", "home", "recorded", "tts", "all"],
                         help="the deciding set alone, every recorded set (deciding, narrowband, acted), "
                              "the TTS set, or all of them (default)")
+    parser.add_argument("--noises", default="a,b",
+                        help="noise families for the recorded sets, comma-separated: a (corpus.py), b (noises_b.py, "
+                             "written apart); each family is a set of its own in the report (default: a,b)")
     parser.add_argument("--only", default="", help="comma-separated method names to run (default: all)")
     parser.add_argument("--oracle", action="store_true",
                         help="also the oracle masks through hear's own suppressor (hear-features oracle): "
@@ -297,9 +342,12 @@ def main():
     sets = {}
     tts_clips, tts_clean, noise_only = corpus.build(args.cache, args.utterances)
     if args.set != "tts":
-        recorded = corpus.build_recorded(args.cache, ["deciding"] if args.set == "deciding" else None)
-        for group, (clips, clean_only) in recorded.items():
-            sets[group] = dict(clips=clips, clean_only=clean_only, snrs=corpus.RECORDED_SNRS, title=RECORDED_TITLES[group])
+        for family in args.noises.split(","):
+            recorded = corpus.build_recorded(args.cache, [args.set] if args.set in ("deciding", "home") else None, family)
+            for group, (clips, clean_only) in recorded.items():
+                key = group if family == "a" else f"{group}, noises {family}"
+                title = RECORDED_TITLES[group] + ("" if family == "a" else f"; noise family {family} (noises_b.py)")
+                sets[key] = dict(clips=clips, clean_only=clean_only, snrs=corpus.RECORDED_SNRS, title=title, group=group)
     if args.set in ("tts", "all"):
         sets["tts"] = dict(clips=tts_clips, clean_only=tts_clean, snrs=corpus.SNRS,
                            title="TTS (flite and espeak-ng voices)")
@@ -359,12 +407,14 @@ def main():
     blocks = []
     for i, (key, s) in enumerate(sets.items()):
         block = f"## {s['title']}: {len(s['clips'])} clips\n\n"
-        check = rnnoise_check(results[key]) if key == "deciding" else ""
-        if check:
-            block += check + "\n\n"
+        group = s.get("group")
+        for check in (rnnoise_check(results[key]) if group in ("deciding", "home") else "",
+                      reference_check(results[key]) if group else ""):
+            if check:
+                block += check + "\n\n"
         # The noise-only tables do not depend on speech: printed once, with the last set.
         block += tables(results[key], s["snrs"], noise_alone=(i == len(sets) - 1))
-        if key in RECORDED_TITLES:
+        if s.get("group"):
             block += "\n" + talker_table(results[key])
         blocks.append(block)
     report = "\n\n".join(blocks)
