@@ -335,16 +335,23 @@ extension Hearctl {
         /// compressor, which it switches off (the hearing stage compresses per band) and with it the
         /// compressor's makeup gain.
         static func changesBeyondTheHearingStage(from before: ParameterValues, to after: ParameterValues, chain: String) -> [String] {
-            guard before[.compEnable] != 0 && after[.compEnable] == 0 else { return [] }
-            let makeup = before[.compMakeup]
-            let gain = makeup != 0 ? ", and with it its makeup gain of \(String(format: "%+.1f", makeup)) dB (sounds below its threshold get that much quieter)" : ""
-            return ["the fit also switches the broadband compressor off (comp.enable off: the hearing stage compresses per band)\(gain); "
-                + "`hearctl set --chain \(chain) comp.enable on` brings it back"]
+            var notices: [String] = []
+            if before[.compEnable] != 0 && after[.compEnable] == 0 {
+                let makeup = before[.compMakeup]
+                let gain = makeup != 0 ? ", and with it its makeup gain of \(String(format: "%+.1f", makeup)) dB (sounds below its threshold get that much quieter)" : ""
+                notices.append("the fit also switches the broadband compressor off (comp.enable off: the hearing stage compresses per band)\(gain); "
+                    + "`hearctl set --chain \(chain) comp.enable on` brings it back")
+            }
+            if before[.eqEnable] != 0 && after[.eqEnable] == 0 {
+                notices.append("the fit also switches the equalizer off (eq.enable off: its boosts would add to the prescribed gain); "
+                    + "`hearctl set --chain \(chain) eq.enable on` brings it back, and the delivered gain then differs from the target by the equalizer's curve")
+            }
+            return notices
         }
 
-        /// What the fit sets: the hearing stage's parameters and the broadband compressor's switch.
+        /// What the fit sets: the hearing stage's parameters and the switches of the stages it sets aside.
         static func fitAssignments(_ values: ParameterValues) -> [Assignment] {
-            Parameter.allCases.filter { $0.key.hasPrefix("mb.") || $0 == .compEnable }.map { Assignment($0, values[$0]) }
+            Parameter.allCases.filter { $0.key.hasPrefix("mb.") || $0 == .compEnable || $0 == .eqEnable }.map { Assignment($0, values[$0]) }
         }
 
         static func savePreset(_ name: String, values: ParameterValues, comment: String) throws -> String {
