@@ -123,6 +123,8 @@ extension Hearctl {
                     let dropIn: String?
                     @Nullable var device: String?
                     @Nullable var linkedDevice: String?
+                    /// Whether the hearing stage (a fit's six-band compression) is on.
+                    let hearingProfile: Bool
                 }
                 struct Reply: Encodable {
                     let instances: [Output.Instance]
@@ -139,7 +141,8 @@ extension Hearctl {
                                      instances: statuses.filter { $0.status.chain == number }.count,
                                      dropIn: chains.configured[number]?.path,
                                      device: Devices.chosen(number, configured: chains.configured[number], graph: node),
-                                     linkedDevice: node?.device?.name)
+                                     linkedDevice: node?.device?.name,
+                                     hearingProfile: ((try? chains.values(number, [.mbEnable]))?.first?.1 ?? 0) >= 0.5)
                     },
                     pipewire: graph.jsonSummary))
                 return
@@ -155,6 +158,13 @@ extension Hearctl {
                 let chosen = Devices.chosen(number, configured: chains.configured[number], graph: node)
                 print(Output.fit("device of \(Chains.describe(number)): " + (chosen.map { "\($0) (hearctl device set)" }
                                                                              ?? "the default \(kind.deviceWord)")))
+            }
+            // A fitted hearing profile changes the sound more than any other setting: say where it is on.
+            for number in shown {
+                guard let values = try? chains.values(number, [.mbEnable, .compEnable, .eqEnable]),
+                      values.first(where: { $0.0 == .mbEnable })?.1 ?? 0 >= 0.5 else { continue }
+                let off = values.filter { $0.0 != .mbEnable && $0.1 < 0.5 }.map { $0.0 == .compEnable ? "compressor off" : "equalizer off" }
+                print(Output.fit("hearing profile of \(Chains.describe(number)): on (hearctl fit)" + (off.isEmpty ? "" : "; " + off.joined(separator: ", "))))
             }
         }
     }

@@ -124,8 +124,14 @@ import Testing
         #expect(fit.status == 0 && fit.stdout.contains("chain 2 (speaker) is suspended: the profile is saved in"), "\(fit.status) \(fit.stdout)\(fit.stderr)")
         let saved = try String(contentsOfFile: sandbox.stateFile(chain: 2), encoding: .utf8)
         #expect(saved.contains("\nmb.enable = 1\n"), "\(saved)")
+        // status says the profile is on, suspended or running, and what the fit set aside.
+        let status = try sandbox.hearctl("status")
+        #expect(status.stdout.contains("hearing profile of 2 (speaker): on (hearctl fit)") && status.stdout.contains("compressor off"),
+                "\(status.stdout)")
         let host = try sandbox.startHost(chain: 2)
         #expect(try sandbox.value("mb.enable", chain: 2) == 1, "the chain starts with the fit")
+        let json = try sandbox.hearctlJSON("status")
+        #expect((json["chains"] as? [[String: Any]])?.first { $0["chain"] as? Int == 2 }?["hearingProfile"] as? Bool == true, "\(json)")
         _ = try host.stop()
     }
 

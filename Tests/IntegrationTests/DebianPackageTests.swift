@@ -162,7 +162,9 @@ import Testing
             try file.close()
             #expect(maps.contains(plugin), "the daemon did not map \(plugin)")
         }
+        // The session's own pipewire.conf and wireplumber settings are not the package's.
         try FileManager.default.removeItem(at: home.appendingPathComponent(".config/pipewire/pipewire.conf"))
+        try FileManager.default.removeItem(at: home.appendingPathComponent(".config/wireplumber"))
 
         // disable removes both drop-ins and lists what stays (here: a preset) with the command that removes it.
         let presets = home.appendingPathComponent(".config/hear/presets")

@@ -66,8 +66,9 @@ import Testing
             #expect(nodes["hear_microphone"]?["media.class"] as? String == "Audio/Source")
             #expect(nodes["hear_speaker"]?["media.class"] as? String == "Audio/Sink")
         }
-        // The session's own pipewire.conf and wireplumber state are not install's: remove them first.
+        // The session's own pipewire.conf, wireplumber settings and state are not install's: remove them first.
         try FileManager.default.removeItem(at: home.appendingPathComponent(".config/pipewire/pipewire.conf"))
+        try FileManager.default.removeItem(at: home.appendingPathComponent(".config/wireplumber"))
 
         let uninstall = try processes.run("make", ["-C", Repository.root.path, "--no-print-directory", "uninstall"])
         #expect(Self.tree(home) == before, "left behind: \(Self.tree(home).subtracting(before))\n\(uninstall.output)")
