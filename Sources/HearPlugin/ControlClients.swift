@@ -5,9 +5,13 @@
 //   - requests are answered in order; while a client has `outputHighWater` bytes of replies
 //     unread the server stops reading its requests (backpressure), so a pipeline of any length
 //     is answered in full, and a client whose replies do not drain for `writeTimeout` is dropped;
-//   - end of input (SHUT_WR) stops reading but the replies already owed still go out; a peer that
-//     has closed both ways (POLLHUP) is dropped at once; no event is left pending, so the loop
-//     never spins;
+//   - end of input (SHUT_WR) stops reading but the replies already owed still go out;
+//   - a peer that has closed both ways (POLLHUP, or a failed write) is gone, not forgotten: what it
+//     sent before closing is still read and applied to the last request, in turns like anyone's
+//     (a closed pipeline of 400 set+sync pairs held other clients up for seconds and lost its tail
+//     when it was answered all at once); its replies are dropped, since nobody reads them, and its
+//     `sync`s cost nothing (the debounced save writes its changes); no event is left pending, so
+//     the loop never spins;
 //   - each poll round answers at most `requestsPerTurn` requests of a client and at most one
 //     `sync` (a write and an fsync, milliseconds each): a client that pipelines thousands of
 //     set+sync pairs waits its turn like everyone else, and a ping from another client is
@@ -19,6 +23,8 @@
 //     `error busy`;
 //   - a peer that closed with our greeting unread (the kernel then reports an error on the
 //     socket, ECONNRESET) still has the requests it sent read and applied before it is dropped.
+//     (Linux keeps a closed Unix socket's unread data readable; the read that reports the reset
+//     comes after it.)
 
 import Glibc
 import HearControl
@@ -45,6 +51,8 @@ extension ControlServer {
         /// Requests answered in this poll round, and whether one of them was a `sync`.
         var answeredThisTurn = 0
         var syncedThisTurn = false
+        /// The peer closed both ways: its requests are still read and applied in turns, its replies dropped.
+        var gone = false
 
         init(fd: Int32, now: Double) {
             self.fd = fd
@@ -60,8 +68,17 @@ extension ControlServer {
         var idle: Bool { pending == 0 && !hasCompleteRequest }
 
         mutating func queue(_ text: String) {
+            if gone { return }
             if pending == 0 { lastWrite = Syscall.now() }
             output += Array(text.utf8)
+        }
+
+        /// Nobody reads the replies any more; what it sent is still served.
+        mutating func leave() {
+            gone = true
+            output.removeAll()
+            sent = 0
+            closing = false
         }
     }
 
@@ -119,12 +136,13 @@ extension ControlServer {
         client.answeredThisTurn = 0
         client.syncedThisTurn = false
         if revents & Int16(POLLNVAL) != 0 { client.closed = true; return }
+        if revents & Int16(POLLHUP | POLLERR) != 0 && !client.gone { client.leave() }
         if revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 && client.wantsInput { receive(&client, now: now) }
-        if revents & Int16(POLLHUP | POLLERR) != 0 {
-            // Gone: nobody will read the replies, but every request it sent before closing is
-            // answered (so a `set` followed at once by close() still applies), whatever the turn's budget.
-            answerRequests(&client, now: now, unbounded: true)
-            client.closed = true
+        if client.gone {
+            // Served in turns like anyone (a `set` followed at once by close() still applies), and
+            // dropped once everything it sent has been read and answered.
+            answerRequests(&client, now: now)
+            if client.closing || (client.readClosed && !client.hasCompleteRequest) { client.closed = true }
             return
         }
         answerRequests(&client, now: now)
@@ -168,7 +186,9 @@ extension ControlServer {
             } catch where error.wouldBlock {
                 return
             } catch {
-                client.closed = true
+                // A reset: what could be read has been; the requests already in are still answered.
+                client.leave()
+                client.readClosed = true
                 return
             }
             if count == 0 {
@@ -181,14 +201,15 @@ extension ControlServer {
     }
 
     /// Answers complete requests in order while the client's unread replies stay under the
-    /// high-water mark and its turn lasts (`requestsPerTurn`, one `sync`), unless `unbounded`.
-    func answerRequests(_ client: inout Client, now: Double, unbounded: Bool = false) {
+    /// high-water mark and its turn lasts (`requestsPerTurn`, one `sync`).
+    func answerRequests(_ client: inout Client, now: Double) {
         var consumed = false
-        while !client.closing && (unbounded || client.pending < Self.outputHighWater), let newline = client.input.firstIndex(of: 0x0A) {
-            if !unbounded && client.answeredThisTurn >= Self.requestsPerTurn { break }
+        while !client.closing && client.pending < Self.outputHighWater, let newline = client.input.firstIndex(of: 0x0A) {
+            if client.answeredThisTurn >= Self.requestsPerTurn { break }
             let request = Request.parse(client.input[..<newline])
             let isSync = if case .success(.sync) = request { true } else { false }
-            if !unbounded && isSync && client.syncedThisTurn { break }
+            // A gone peer's sync costs nothing (it is not saved for anyone): no turn ends at it.
+            if isSync && client.syncedThisTurn && !client.gone { break }
             client.input.removeSubrange(...newline)
             client.lastRequest = now
             client.answeredThisTurn += 1
@@ -224,9 +245,8 @@ extension ControlServer {
             } catch where error.wouldBlock {
                 break
             } catch {
-                client.output.removeAll()
-                client.sent = 0
-                client.closed = true
+                // The peer is gone (EPIPE): its requests are still served, its replies dropped.
+                client.leave()
                 return
             }
         }
@@ -243,6 +263,8 @@ extension ControlServer {
         let lines: [ReplyLine]
         switch request {
         case .failure(let error): lines = [.error(error)]
+        // Nobody waits for a gone peer's `sync`: the debounced save writes its changes.
+        case .success(.sync) where client.gone: return
         case .success(let request): lines = handle(request, now: now)
         }
         var text = ""
