@@ -53,6 +53,9 @@ extension ControlServer {
         var syncedThisTurn = false
         /// The peer closed both ways: its requests are still read and applied in turns, its replies dropped.
         var gone = false
+        /// A `sync` waiting for the saver: the batch it waits on, and the last batch complete when it
+        /// came. Its later requests wait behind it (replies go out in order).
+        var awaitingSave: (generation: UInt64, since: UInt64)?
 
         init(fd: Int32, now: Double) {
             self.fd = fd
@@ -65,7 +68,7 @@ extension ControlServer {
         var wantsInput: Bool {
             !readClosed && !closing && !closed && input.count < Protocol.maximumLine && pending < ControlServer.outputHighWater
         }
-        var idle: Bool { pending == 0 && !hasCompleteRequest }
+        var idle: Bool { pending == 0 && !hasCompleteRequest && awaitingSave == nil }
 
         mutating func queue(_ text: String) {
             if gone { return }
@@ -164,9 +167,10 @@ extension ControlServer {
             if now - client.lastWrite > Self.writeTimeout { client.closed = true }
         } else if client.closing {
             client.closed = true
-        } else if client.readClosed && !client.hasCompleteRequest {
+        } else if client.readClosed && !client.hasCompleteRequest && client.awaitingSave == nil {
             client.closed = true
-        } else if client.lineStarted == nil && !client.hasCompleteRequest && now - client.lastRequest > Self.idleTimeout {
+        } else if client.lineStarted == nil && !client.hasCompleteRequest && client.awaitingSave == nil
+                    && now - client.lastRequest > Self.idleTimeout {
             client.queue(ReplyLine.error(ProtocolError(.timeout, "no request for \(Int(Self.idleTimeout)) s; closing")).line + "\n")
             client.closing = true
             transmit(&client, now: now)
@@ -204,7 +208,8 @@ extension ControlServer {
     /// high-water mark and its turn lasts (`requestsPerTurn`, one `sync`).
     func answerRequests(_ client: inout Client, now: Double) {
         var consumed = false
-        while !client.closing && client.pending < Self.outputHighWater, let newline = client.input.firstIndex(of: 0x0A) {
+        while !client.closing && client.awaitingSave == nil && client.pending < Self.outputHighWater,
+              let newline = client.input.firstIndex(of: 0x0A) {
             if client.answeredThisTurn >= Self.requestsPerTurn { break }
             let request = Request.parse(client.input[..<newline])
             let isSync = if case .success(.sync) = request { true } else { false }
@@ -233,6 +238,21 @@ extension ControlServer {
                 answer(.failure(ProtocolError(.tooLong, "request longer than \(Protocol.maximumLine - 1) bytes; closing")), to: &client, now: now)
                 client.closing = true
             }
+        }
+    }
+
+    /// Answers the syncs whose batch the saver has finished, and serves what waited behind them.
+    func resumeSyncs(now: Double) {
+        for index in clients.indices {
+            guard let waiting = clients[index].awaitingSave, let result = store.syncResult(waiting.generation, since: waiting.since)
+            else { continue }
+            clients[index].awaitingSave = nil
+            switch result {
+            case .failed(let message): clients[index].queue(ReplyLine.error(ProtocolError(.saveFailed, message)).line + "\n")
+            default: clients[index].queue(ReplyLine.ok([]).line + "\n")
+            }
+            answerRequests(&clients[index], now: now)
+            if clients[index].pending > 0 { transmit(&clients[index], now: now) }
         }
     }
 
@@ -265,6 +285,14 @@ extension ControlServer {
         case .failure(let error): lines = [.error(error)]
         // Nobody waits for a gone peer's `sync`: the debounced save writes its changes.
         case .success(.sync) where client.gone: return
+        case .success(.sync):
+            switch store.sync(now: now) {
+            case .saved: lines = [.ok([])]
+            case .failed(let message): lines = [.error(ProtocolError(.saveFailed, message))]
+            case .waiting(let generation):
+                client.awaitingSave = (generation, store.completed)
+                return
+            }
         case .success(let request): lines = handle(request, now: now)
         }
         var text = ""

@@ -46,8 +46,8 @@ extension ControlServer {
             for assignment in reset { changes[assignment.parameter] = .some(nil) }
             return change(chain: chain, assignments: reset, now: now, saving: changes)
         case .sync:
-            if let failure = store.sync(now: now) { return [.error(ProtocolError(.saveFailed, failure))] }
-            return [.ok([])]
+            // Answered by ControlServer.answer(_:to:now:), which can hold it until the saver has written.
+            return []
         }
     }
 

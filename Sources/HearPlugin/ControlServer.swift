@@ -66,7 +66,7 @@ final class ControlServer: @unchecked Sendable {
     static func start(registry: Registry, id: Int) throws(SystemError) -> ControlServer {
         let directory = SocketPath.directory(environment: environment, uid: getuid())
         let wake = try Syscall.pipe()
-        let store = StateStore(directory: SettingsPath.stateDirectory(environment: environment))
+        let store = StateStore(directory: SettingsPath.stateDirectory(environment: environment), notify: wake.write)
         let server = ControlServer(registry: registry, id: id, directory: directory, wake: wake, store: store)
         do {
             server.thread = try Threads.start(name: "hear-control") { server.serve() }
@@ -175,6 +175,9 @@ final class ControlServer: @unchecked Sendable {
             }
             if fds[0].revents != 0 { drainWake() }
             let later = Syscall.now()
+            // The saver's reports, and the syncs they answer.
+            store.collect(now: later)
+            resumeSyncs(now: later)
             if fds[1].revents & Int16(POLLIN) != 0 { acceptClients(now: later) }
             for index in clients.indices where index + 2 < fds.count && fds[index + 2].fd == clients[index].fd {
                 service(&clients[index], revents: fds[index + 2].revents, now: later)
@@ -183,7 +186,7 @@ final class ControlServer: @unchecked Sendable {
             clients.removeAll { $0.closed }
             maintain(now: later)
         }
-        store.flush(now: Syscall.now(), force: true)
+        store.close(now: Syscall.now(), within: Self.stopTimeout * 0.8)
         for client in clients { Syscall.close(client.fd) }
         clients.removeAll()
         listener?.close()
@@ -197,7 +200,7 @@ final class ControlServer: @unchecked Sendable {
         let starting = withEntries { state in state.entries.contains { $0.chain < 0 || $0.restoredChain != $0.chain } } ?? false
         if starting { wait = min(wait, 0.02) }
         // Requests already received and room to answer them: no waiting.
-        if clients.contains(where: { !$0.closing && $0.hasCompleteRequest && $0.pending < Self.outputHighWater }) { wait = 0 }
+        if clients.contains(where: { !$0.closing && $0.awaitingSave == nil && $0.hasCompleteRequest && $0.pending < Self.outputHighWater }) { wait = 0 }
         if let deadline = store.deadline { wait = min(wait, max(0, deadline - now)) }
         if listener == nil { wait = min(wait, max(0, nextListenAttempt - now)) }
         wait = min(wait, max(0, nextMeter - now))

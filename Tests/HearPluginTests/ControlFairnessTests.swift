@@ -88,6 +88,52 @@ import Testing
         _ = try host.stop()
     }
 
+    /// Saves run on a thread of their own: with every write held 3 s (HEAR_TEST_SAVE_DELAY, as a
+    /// file system whose fsync hangs), `hearctl set --sync` is answered once the file is written,
+    /// and meanwhile another client's pings and sets are answered at once (before, one ping took
+    /// 6 s and the sync timed out). The requests a client sent after its sync wait behind it.
+    @Test func aSlowFileSystemHoldsUpNoClient() throws {
+        let sandbox = try Sandbox()
+        sandbox.extraEnvironment["HEAR_TEST_SAVE_DELAY"] = "3"
+        let host = try sandbox.startHost(chain: 1)
+        let path = try #require(sandbox.sockets.first)
+        let syncing = try RawClient(path: path, timeout: 30)
+        _ = syncing.readLine()
+        let other = try RawClient(path: path, timeout: 30)
+        _ = other.readLine()
+        let started = monotonicNow()
+        syncing.send("set chain=1 gain 4\nsync\nping")
+        #expect(syncing.readLine() == "ok instances=1")
+        // The sync's reply, read as it comes, with its time.
+        final class Answer: @unchecked Sendable { var lines: [String] = []; var at = 0.0; let lock = NSLock() }
+        let answer = Answer()
+        nonisolated(unsafe) let reader = syncing
+        let thread = Thread {
+            let first = reader.readLine(), second = reader.readLine()
+            answer.lock.withLock { answer.lines = [first ?? "nothing", second ?? "nothing"]; answer.at = monotonicNow() }
+        }
+        thread.start()
+        var latencies: [Double] = []
+        for index in 0..<20 {
+            let asked = monotonicNow()
+            other.send(index % 2 == 0 ? "ping" : "set chain=1 comp.ratio \(2 + index / 2)")
+            #expect(other.readLine()?.hasPrefix("ok") == true)
+            latencies.append(monotonicNow() - asked)
+            usleep(50_000)
+        }
+        let othersDone = monotonicNow()
+        while answer.lock.withLock({ answer.lines.isEmpty }) && monotonicNow() - started < 20 { usleep(10_000) }
+        let (lines, answered) = answer.lock.withLock { (answer.lines, answer.at) }
+        #expect(lines == ["ok", "ok"], "the sync, then the ping sent after it: \(lines)")
+        print("saves held 3 s: the sync answered after \(String(format: "%.2f", answered - started)) s; 20 requests of another client "
+              + "meanwhile, slowest \(String(format: "%.1f", (latencies.max() ?? 0) * 1000)) ms")
+        // Order, not speed: every request of the other client was answered while the sync still waited.
+        #expect(othersDone < answered, "the other client's requests waited for the save")
+        #expect(answered - started >= 3, "the sync came back before the file was written (\(answered - started) s)")
+        #expect(try String(contentsOfFile: sandbox.stateFile(chain: 1), encoding: .utf8).contains("\ngain = 4\n"))
+        _ = try host.stop()
+    }
+
     /// A client that sends `set` and closes at once, never reading the greeting (so the kernel
     /// reports ECONNRESET on the server's side), still has its set applied: 20 of 20.
     @Test func aSetFollowedByCloseApplies() throws {

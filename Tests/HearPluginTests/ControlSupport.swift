@@ -38,6 +38,8 @@ func monotonicNow() -> Double {
 /// Fresh runtime, state and config directories, removed at the end.
 final class Sandbox {
     let base: String
+    /// More variables for the processes this sandbox starts (HEAR_TEST_SAVE_DELAY, ...).
+    var extraEnvironment: [String: String] = [:]
     var runtime: String { base + "/run" }
     var state: String { base + "/state" }
     var config: String { base + "/config" }
@@ -59,6 +61,7 @@ final class Sandbox {
         // No PipeWire of the machine's session: hearctl status sees none, whoever runs the tests.
         environment["XDG_RUNTIME_DIR"] = base
         environment["PIPEWIRE_REMOTE"] = nil
+        environment.merge(extraEnvironment) { _, extra in extra }
         return environment
     }
 
