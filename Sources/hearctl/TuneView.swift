@@ -92,6 +92,15 @@ struct TuneView {
         .bypass, .nsReduction, .nsMode, .gain, .compThreshold, .compRatio,
         .eqLowShelfGain, .eqPeak1Gain, .eqPeak2Gain, .eqPeak3Gain, .eqHighShelfGain,
     ]
+    /// With a hearing profile on (`hearctl fit`), the broadband compressor it switched off gives
+    /// way to the profile's switch and its ceiling (mb.mpo).
+    static let profileControls: [Parameter] = [
+        .bypass, .nsReduction, .nsMode, .gain, .mbEnable, .mbMPO,
+        .eqLowShelfGain, .eqPeak1Gain, .eqPeak2Gain, .eqPeak3Gain, .eqHighShelfGain,
+    ]
+
+    /// The rows shown now: the profile's while one is on.
+    var controls: [Parameter] { value(.mbEnable) >= 0.5 ? Self.profileControls : Self.controls }
     /// How many steps a big step (shift, PgUp/PgDn) takes.
     static let bigStep = 10
 
@@ -106,7 +115,7 @@ struct TuneView {
     var confirmReplace = false
     var message = ""
 
-    var control: Parameter { Self.controls[selected] }
+    var control: Parameter { controls[min(selected, controls.count - 1)] }
 
     func value(_ parameter: Parameter) -> Float { values[parameter] ?? parameter.spec.defaultValue }
 
@@ -114,10 +123,10 @@ struct TuneView {
         if prompt != nil { return handlePrompt(key) }
         switch key {
         case .interrupt, .escape, .character("q"), .character("Q"): return .quit
-        case .up, .character("k"): selected = (selected + Self.controls.count - 1) % Self.controls.count
-        case .down, .character("j"), .character("\t"): selected = (selected + 1) % Self.controls.count
+        case .up, .character("k"): selected = (selected + controls.count - 1) % controls.count
+        case .down, .character("j"), .character("\t"): selected = (selected + 1) % controls.count
         case .home: selected = 0
-        case .end: selected = Self.controls.count - 1
+        case .end: selected = controls.count - 1
         case .left, .character("h"), .character("-"): return change(by: -1)
         case .right, .character("l"), .character("+"), .character("="): return change(by: 1)
         case .bigLeft, .character("H"), .character("_"): return change(by: -Self.bigStep)
@@ -244,6 +253,8 @@ struct TuneView {
         case .gain: return "output gain"
         case .compThreshold: return "comp threshold"
         case .compRatio: return "comp ratio"
+        case .mbEnable: return "hearing profile"
+        case .mbMPO: return "profile ceiling"
         case .eqLowShelfGain: return band("low", .eqLowShelfFrequency)
         case .eqPeak1Gain: return band("peak1", .eqPeak1Frequency)
         case .eqPeak2Gain: return band("peak2", .eqPeak2Frequency)
@@ -328,7 +339,7 @@ struct TuneView {
         }
         let labelWidth = 18, valueWidth = 11
         let sliderWidth = min(max(width - 2 - labelWidth - valueWidth - 2, 8), 42)
-        let rows = Self.controls.enumerated().map { index, parameter -> String in
+        let rows = controls.enumerated().map { index, parameter -> String in
             let marker = index == selected ? "> " : "  "
             let text = ParameterValue.describe(value(parameter), for: parameter)
             let shown = parameter.spec.scale == .toggle ? "" : text

@@ -314,6 +314,19 @@ struct TuneTests {
         _ = try host.stop()
     }
 
+    /// With a hearing profile on (a fit switched the broadband compressor off), tune shows the
+    /// profile's switch and ceiling instead of the compressor's sliders, which would do nothing.
+    @Test func aHearingProfileHasItsRowsInsteadOfTheCompressors() throws {
+        let sandbox = try Sandbox()
+        try sandbox.writeDropIn(chain: 1, controls: ["mb.enable": 1, "comp.enable": 0, "ns.enable": 0])
+        let tmux = try TmuxSession(sandbox)
+        _ = try startTune(tmux, sandbox, ready: "meters: idle (suspended: no app uses the chain)")
+        let pane = tmux.pane
+        #expect(row(pane, "hearing profile") != nil && row(pane, "profile ceiling")?.contains("-1 dB") == true, "\(pane)")
+        #expect(row(pane, "comp threshold") == nil && row(pane, "comp ratio") == nil, "\(pane)")
+        try tmux.press("q")
+    }
+
     @Test func refusesWithoutATerminalAndFollowsTheChainRule() throws {
         let sandbox = try Sandbox()
         // stdin and stdout are pipes here.
