@@ -107,6 +107,8 @@ public struct HearingTest: Sendable {
     private var catchTrials = 0
     private var falseAlarms = 0
     private var presented = 0
+    /// Tones answered at the current ear and frequency (for the progress figure).
+    private var presentedHere = 0
     /// The presentation waiting for its answer.
     private var current: Presentation?
 
@@ -118,11 +120,15 @@ public struct HearingTest: Sendable {
 
     public var finished: Bool { earIndex >= settings.ears.count }
 
-    /// Where the test stands, for a progress line: ear, frequency, and how many of all the runs are done.
+    /// Where the test stands, for a progress line: ear, frequency, and how far it is, in hundredths
+    /// of all the runs: a run counts as done in part by its presentations so far (a search takes
+    /// about eight), so the figure moves within the first one too.
     public var progress: (ear: Ear, frequency: Double, done: Int, total: Int)? {
         guard !finished else { return nil }
-        return (settings.ears[earIndex], Self.order[frequencyIndex], earIndex * Self.order.count + frequencyIndex,
-                settings.ears.count * Self.order.count)
+        let runs = earIndex * Self.order.count + frequencyIndex
+        let within = min(Double(presentedHere) / 8, 0.9)
+        return (settings.ears[earIndex], Self.order[frequencyIndex], Int(((Double(runs) + within) * 100).rounded(.down)),
+                settings.ears.count * Self.order.count * 100)
     }
 
     /// The next presentation, or nil once every ear and frequency is done.
@@ -150,7 +156,9 @@ public struct HearingTest: Sendable {
             return
         }
         search.record(heard: heard)
+        presentedHere += 1
         guard let outcome = search.outcome else { return }
+        presentedHere = 0
         let ear = settings.ears[earIndex]
         if frequencyIndex == Self.retestIndex {
             if let first = found[ear]?.first(where: { $0.frequency == 1000 })?.level, let again = outcome.level { retests[ear] = again - first }

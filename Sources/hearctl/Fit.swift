@@ -227,9 +227,12 @@ extension Hearctl {
                     pair.1.map { $0 < pair.0 - 2 } ?? false
                 }
                 if !short.isEmpty {
+                    // The cap is the reason only where a band's target comes near it.
+                    let nearCap = short.contains { _, pair in pair.0 >= maxGain - 3 }
                     warnings.append("the \(ear.name) ear gets more than 2 dB less than its target at "
                         + short.map { FitPlot.hertz($0.0) }.joined(separator: ", ")
-                        + " Hz (the cap counts the gain the EQ, compressor makeup and output gain add too)")
+                        + (nearCap ? " Hz (the cap counts the gain the EQ, compressor makeup and output gain add too)"
+                                   : " Hz: the bands overlap, so a change this steep between octaves cannot be followed exactly"))
                 }
                 let over = Audiogram.frequencies.indices.filter { index in
                     ear.delivered[index].map { $0 > ear.targets[index] + 2 } ?? false
@@ -256,7 +259,10 @@ extension Hearctl {
                 presetPath = try Self.savePreset(preset, values: values, comment: commandLine)
             }
             if let svg {
-                let note = test.map { "estimated thresholds (hearing-test of \($0.date)); \($0.reliability)" }
+                let note = test.map { test in
+                    "estimated thresholds (hearing-test of \(test.date)); \(test.reliability)"
+                        + (test.basis.contains("calibration file") ? "" : "; dB HL by an assumed reference, not a calibration")
+                }
                 try FitPlot.svg(ears: ears, rule: rule, maxGain: maxGain, note: note).write(toFile: svg, atomically: true, encoding: .utf8)
             }
 
@@ -320,7 +326,9 @@ extension Hearctl {
         }
 
         var commandLine: String {
-            let source = fromTest ? "--from-test\(testFile.map { " " + $0 } ?? "")" : "--left \(left ?? "") --right \(right ?? "")"
+            // The result file by its absolute path: the comment must mean the same from anywhere.
+            let source = fromTest ? "--from-test\(testFile.map { " " + URL(fileURLWithPath: $0).standardizedFileURL.path } ?? "")"
+                : "--left \(left ?? "") --right \(right ?? "")"
             return "hearing profile: hearctl fit --rule \(rule.rawValue) --max-gain \(Fitting.format(maxGain)) \(source)"
         }
 
@@ -358,8 +366,10 @@ extension Hearctl {
             guard let directory = PresetStore.directory, let path = PresetStore.path(name) else {
                 throw CLIError("neither XDG_CONFIG_HOME nor HOME is set: nowhere to save the preset")
             }
+            // At each parameter's precision: a value read back through the socket is a Float
+            // (eq.low.freq = 200.00002), and a preset is for people to read.
             let settings = Settings(Parameter.allCases.filter { $0 != .bypass && values[$0] != $0.spec.defaultValue }
-                .map { Assignment($0, values[$0]) })
+                .map { Assignment($0, Float(ParameterValue.rounded(values[$0], for: $0))) })
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             try settings.text(comment: comment).write(toFile: path, atomically: true, encoding: .utf8)
             return path

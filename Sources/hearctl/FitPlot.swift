@@ -160,7 +160,9 @@ enum FitPlot {
         }
         for (index, ear) in ears.enumerated() {
             let x0 = margin + Double(index) * (panelWidth + gap)
-            func x(_ f: Double) -> Double { x0 + position(f) * panelWidth }
+            // Inset by half a marker's width, so the 250 Hz and 8 kHz points sit inside the frame.
+            let inset = 10.0
+            func x(_ f: Double) -> Double { x0 + inset + position(f) * (panelWidth - 2 * inset) }
             /// A framed panel at `y0` whose values run from `first` (top edge) to `last` (bottom edge).
             func axes(y0: Double, first: Double, last: Double, label: String) -> (Double) -> Double {
                 let y = { (v: Double) in y0 + panelHeight * (min(max(v, min(first, last)), max(first, last)) - first) / (last - first) }
@@ -169,6 +171,7 @@ enum FitPlot {
                     out += "<line x1=\"\(number(x(f)))\" y1=\"\(number(y0))\" x2=\"\(number(x(f)))\" y2=\"\(number(y0 + panelHeight))\" stroke=\"#ddd\"/>\n"
                     out += "<text x=\"\(number(x(f)))\" y=\"\(number(y0 + panelHeight + 16))\" text-anchor=\"middle\">\(hertz(f))</text>\n"
                 }
+                out += "<text x=\"\(number(x0 + panelWidth))\" y=\"\(number(y0 + panelHeight + 30))\" text-anchor=\"end\" fill=\"#555\">frequency (Hz)</text>\n"
                 var level = min(first, last)
                 while level <= max(first, last) {
                     out += "<line x1=\"\(number(x0))\" y1=\"\(number(y(level)))\" x2=\"\(number(x0 + panelWidth))\" y2=\"\(number(y(level)))\" stroke=\"#eee\"/>\n"

@@ -166,15 +166,21 @@ extension Hearctl {
             let calibration = try self.calibration.map(Self.calibration) ?? .assumed
             let player = noSound ? nil : try TonePlayer(device: device, anyDevice: anyDevice)
             let say: (String) -> Void = { text in
-                // In pipe mode stdout carries the protocol: messages go to stderr.
-                if terminal { print(text) } else { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+                // In pipe mode stdout carries the protocol: messages go to stderr. In a terminal,
+                // wrapped at 80 columns, on a line of their own after the progress figure.
+                if terminal { print(TuneView.wrap(text, 80).joined(separator: "\n")) } else { FileHandle.standardError.write(Data((text + "\n").utf8)) }
             }
             say("hearctl hearing-test: not a medical device; it estimates your hearing thresholds, it does not diagnose.")
             if let player { for line in player.notes { say(line) } }
             if terminal, let player {
-                say("Set your volume: a sample at speech level plays now. Make it comfortable, then leave the volume as it is. Enter starts, q quits.")
+                say("Set your volume: a sample at speech level plays now. Make it comfortable, then leave the volume as it is. "
+                    + "Enter starts, p plays the sample again, q quits.")
                 try player.playSample()
-                guard TerminalKeys.waitForEnter() else { throw CLIError("stopped before the test began; nothing saved") }
+                while true {
+                    guard let answer = TerminalKeys.waitForEnter() else { throw CLIError("stopped before the test began; nothing saved") }
+                    if answer { break }
+                    try player.playSample()
+                }
                 say("Press space whenever you hear a tone, however faint. q stops.")
             }
 
@@ -200,6 +206,7 @@ extension Hearctl {
                     keys.discard()
                     if let level = presentation.level { try player?.play(presentation.frequency, level: level, ear: presentation.ear) }
                     guard let answer = keys.answer(within: TestTiming.toneSeconds + TestTiming.answerSeconds) else {
+                        print()  // off the progress figure's line
                         throw CLIError("stopped (q); nothing saved")
                     }
                     heard = answer
@@ -419,9 +426,14 @@ final class TerminalKeys {
         }
     }
 
-    /// Waits for Enter (true) or q (false) in the terminal's normal mode.
-    static func waitForEnter() -> Bool {
-        guard let line = readLine() else { return false }
-        return line.trimmingCharacters(in: .whitespaces).lowercased() != "q"
+    /// Waits for Enter (true), p (false: play the sample again) or q / end of input (nil) in the
+    /// terminal's normal mode.
+    static func waitForEnter() -> Bool? {
+        guard let line = readLine() else { return nil }
+        switch line.trimmingCharacters(in: .whitespaces).lowercased() {
+        case "q": return nil
+        case "p": return false
+        default: return true
+        }
     }
 }

@@ -83,6 +83,20 @@ struct SimulatedListener {
         #expect(guessed.falseAlarmRate > 0.25 && guessed.doubts.contains { $0.contains("silent presentations") }, "\(guessed.doubts)")
     }
 
+    /// The progress figure moves within the first search (it stayed at 0 % through it), never
+    /// reaches 100 % before the end, and never goes back.
+    @Test func progressMovesWithinTheFirstSearch() {
+        var test = HearingTest(settings: HearingTest.Settings())
+        var figures: [Int] = []
+        while let presentation = test.next() {
+            if let progress = test.progress { figures.append(progress.done * 100 / progress.total) }
+            test.answer(heard: presentation.level.map { $0 >= -60 } ?? false)
+        }
+        let firstSearch = figures.prefix(4)
+        #expect(firstSearch.last ?? 0 > 0, "\(Array(firstSearch))")
+        #expect(zip(figures, figures.dropFirst()).allSatisfy { $0 <= $1 } && (figures.max() ?? 100) < 100, "\(figures)")
+    }
+
     /// A tone not heard at the loudest level has no threshold, and the test goes on.
     @Test func aDeadRegionHasNoThreshold() {
         var deaf = Self.sloping

@@ -113,8 +113,22 @@ import TestSupport
         let forced = try sandbox.hearctl("fit", "--from-test", doubtful, "--force")
         #expect(forced.status == 0 && forced.stderr.contains("warning: fitting a doubtful hearing test (--force)"), "\(forced.stderr)")
         #expect(FileManager.default.fileExists(atPath: preset))
-        let fine = try sandbox.hearctl("fit", "--from-test", try result(retest: 5, falseAlarms: 1))
+        // Fitted from a result named by a relative path, with a plot: the preset's comment names the
+        // file by its absolute path, its values are rounded to their precision, and the plot labels
+        // its axis and says the dB HL rest on an assumed reference.
+        let good = try result(retest: 5, falseAlarms: 1)
+        let name = (good as NSString).lastPathComponent
+        let fine = try Command.run("/bin/sh", ["-c", "cd \"$0\" && \"$1\" fit --from-test \"$2\" --svg plot.svg", sandbox.base, Built.hearctl, name],
+                                   environment: sandbox.environment)
         #expect(fine.status == 0 && !fine.stderr.contains("doubt"), "\(fine.stderr)")
+        let saved = try String(contentsOfFile: preset, encoding: .utf8)
+        #expect(saved.contains("--from-test \(sandbox.base)/\(name)"), "\(saved)")
+        for line in saved.split(separator: "\n") where !line.hasPrefix("#") {
+            let value = line.split(separator: "=").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            #expect((value.split(separator: ".").dropFirst().first?.count ?? 0) <= 2, "unrounded: \(line)")
+        }
+        let plot = try String(contentsOfFile: sandbox.base + "/plot.svg", encoding: .utf8)
+        #expect(plot.contains("frequency (Hz)") && plot.contains("dB HL by an assumed reference, not a calibration"))
         _ = try host.stop()
     }
 
