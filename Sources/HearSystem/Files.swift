@@ -85,6 +85,33 @@ extension Syscall {
         }
     }
 
+    /// Output to a path a person named (`hear-host --out`): a new or regular file is replaced
+    /// atomically (`writeFileAtomically`, through a symbolic link to where it points); anything else
+    /// there, a device or a FIFO (/dev/null, a pipe to a reader), is written in place and never
+    /// replaced: a rename over /dev/null as root leaves a regular file that breaks every program on
+    /// the machine that opens it.
+    public static func writeOutput(_ path: String, bytes: [UInt8]) throws(SystemError) {
+        var info = stat()
+        if fstatat(AT_FDCWD, path, &info, 0) == 0 && info.st_mode & S_IFMT != S_IFREG {
+            guard info.st_mode & S_IFMT != S_IFDIR else { throw SystemError(call: "write \(path)", code: EISDIR) }
+            let fd = try retrying("open \(path)") { open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY) }
+            defer { close(fd) }
+            var written = 0
+            while written < bytes.count {
+                written += try bytes[written...].withUnsafeBytes { raw in write(fd, raw) }.get()
+            }
+            return
+        }
+        var target = path
+        if let resolved = realpath(path, nil) {
+            target = String(cString: resolved)
+            free(resolved)
+        }
+        let slash = target.lastIndex(of: "/")
+        let directory = slash.map { $0 == target.startIndex ? "/" : String(target[..<$0]) } ?? "."
+        try writeFileAtomically(target, directory: directory, bytes: bytes)
+    }
+
     /// `<path>.tmp-`: the temporary files of `writeFileAtomically` are this, the writer's pid, a
     /// dash and a random number.
     static func temporaryPrefix(_ path: String) -> String { path + ".tmp-" }

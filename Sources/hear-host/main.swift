@@ -365,5 +365,5 @@ let result = audio.result
 var data = Data()
 data.append(UnsafeBufferPointer(start: audio.recording, count: result.blocks * block))
 data.append(UnsafeBufferPointer(start: audio.blockTimes, count: result.blocks))
-guard FileManager.default.createFile(atPath: outPath, contents: data) else { fail("cannot write \(outPath)") }
+do { try Syscall.writeOutput(outPath, bytes: [UInt8](data)) } catch { fail("cannot write \(outPath): \(error)") }
 print("done blocks=\(result.blocks) frames=\(result.blocks * block) allocations=\(result.allocations) nonfinite=\(result.nonFinite) late=\(result.late)")

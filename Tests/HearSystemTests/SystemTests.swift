@@ -123,6 +123,39 @@ final class Server {
         #expect(throws: SystemError.self) { try Syscall.readRegularFile(target, limit: 4) }
     }
 
+    /// Output to a path a person named: a device or a FIFO there is written in place and stays
+    /// what it was (hear-host --out /dev/null as root renamed a regular file over /dev/null); a
+    /// regular file is replaced whole; a link to one is followed and its target replaced.
+    @Test func outputNeverReplacesADeviceOrAFIFO() throws {
+        let scratch = try Scratch()
+        // A null device of the test's own (root can make one; elsewhere the FIFO still tests the rule).
+        let null = scratch.file("null")
+        let made = mknod(null, S_IFCHR | 0o666, dev_t((1 << 8) | 3)) == 0  // makedev(1, 3), a macro Swift does not see
+        if made {
+            try Syscall.writeOutput(null, bytes: Array(repeating: 7, count: 100_000))
+            var info = stat()
+            #expect(lstat(null, &info) == 0 && info.st_mode & S_IFMT == S_IFCHR, "the device was replaced")
+        } else {
+            print("no device node could be made here (not root): the FIFO below tests the rule")
+        }
+        let fifo = scratch.file("fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let reader = Thread { _ = FileManager.default.contents(atPath: fifo) }
+        reader.start()
+        try Syscall.writeOutput(fifo, bytes: Array("through the pipe\n".utf8))
+        var info = stat()
+        #expect(lstat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the FIFO was replaced")
+        let file = scratch.file("out.bin")
+        try Syscall.writeOutput(file, bytes: Array("first, longer\n".utf8))
+        try Syscall.writeOutput(file, bytes: Array("second\n".utf8))
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "second\n")
+        let link = scratch.file("link")
+        symlink(file, link)
+        try Syscall.writeOutput(link, bytes: Array("third\n".utf8))
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "third\n" && lstat(link, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
+        #expect(throws: SystemError.self) { try Syscall.writeOutput(scratch.path, bytes: [1]) }
+    }
+
     @Test func atomicWritesNeverWriteThroughALink() throws {
         let scratch = try Scratch()
         let victim = scratch.file("victim")
