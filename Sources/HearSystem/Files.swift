@@ -47,15 +47,16 @@ extension Syscall {
 
     /// Replaces `path` atomically: a temporary file of a fresh name beside it, created exclusively
     /// (O_EXCL|O_NOFOLLOW, mode 0600, so nothing planted there is written through), written, fsynced,
-    /// renamed over `path`, then the directory fsynced so the rename itself is on disk.
-    public static func writeFileAtomically(_ path: String, directory: String, bytes: [UInt8]) throws(SystemError) {
+    /// renamed over `path`, then the directory fsynced so the rename itself is on disk. `mode`: the
+    /// new file's permissions (0600 for state; 0644 for what other programs read, drop-ins, presets).
+    public static func writeFileAtomically(_ path: String, directory: String, bytes: [UInt8], mode: mode_t = 0o600) throws(SystemError) {
         var temporary = ""
         var fd: Int32 = -1
         for _ in 0..<8 {
             temporary = temporaryPrefix(path) + "\(getpid())-\(UInt32.random(in: .min ... .max))"
             do throws(SystemError) {
                 fd = try retrying("create \(temporary)") {
-                    open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0o600)
+                    open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode)
                 }
                 break
             } catch where error.code == EEXIST {
@@ -90,7 +91,7 @@ extension Syscall {
     /// there, a device or a FIFO (/dev/null, a pipe to a reader), is written in place and never
     /// replaced: a rename over /dev/null as root leaves a regular file that breaks every program on
     /// the machine that opens it.
-    public static func writeOutput(_ path: String, bytes: [UInt8]) throws(SystemError) {
+    public static func writeOutput(_ path: String, bytes: [UInt8], mode: mode_t = 0o644) throws(SystemError) {
         var info = stat()
         if fstatat(AT_FDCWD, path, &info, 0) == 0 && info.st_mode & S_IFMT != S_IFREG {
             guard info.st_mode & S_IFMT != S_IFDIR else { throw SystemError(call: "write \(path)", code: EISDIR) }
@@ -109,7 +110,7 @@ extension Syscall {
         }
         let slash = target.lastIndex(of: "/")
         let directory = slash.map { $0 == target.startIndex ? "/" : String(target[..<$0]) } ?? "."
-        try writeFileAtomically(target, directory: directory, bytes: bytes)
+        try writeFileAtomically(target, directory: directory, bytes: bytes, mode: mode)
     }
 
     /// `<path>.tmp-`: the temporary files of `writeFileAtomically` are this, the writer's pid, a

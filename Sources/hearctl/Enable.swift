@@ -12,6 +12,7 @@ import ArgumentParser
 import Foundation
 import HearCLI
 import HearControl
+import HearSystem
 
 enum DropInChain: String, ExpressibleByArgument, CaseIterable {
     case mic, speaker
@@ -232,15 +233,12 @@ extension Hearctl {
             }
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                let temporary = path + ".tmp.\(getpid())"
-                try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
-                chmod(temporary, 0o644)
-                guard rename(temporary, path) == 0 else {
-                    let reason = String(cString: strerror(errno))
-                    unlink(temporary)
-                    throw CLIError("cannot write \(path): \(reason)")
-                }
-            } catch let error as CLIError { throw error } catch {
+                // HearSystem's writer: a fresh exclusive temporary name (nothing planted is written
+                // through), fsync, rename over the old drop-in or its link.
+                try Syscall.writeFileAtomically(path, directory: directory, bytes: Array(text.utf8), mode: 0o644)
+            } catch let error as CLIError { throw error } catch let error as SystemError {
+                throw CLIError("cannot write \(path): \(error)")
+            } catch {
                 throw CLIError("cannot write \(path): \(error.localizedDescription)")
             }
             var lines = ["wrote \(path) (plugin \(plugin))"]

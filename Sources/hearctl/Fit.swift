@@ -8,6 +8,7 @@ import Foundation
 import HearCLI
 import HearControl
 import HearDSP
+import HearSystem
 
 extension FittingRule: ExpressibleByArgument {}
 
@@ -263,7 +264,7 @@ extension Hearctl {
                     "estimated thresholds (hearing-test of \(test.date)); \(test.reliability)"
                         + (test.basis.contains("calibration file") ? "" : "; dB HL by an assumed reference, not a calibration")
                 }
-                try FitPlot.svg(ears: ears, rule: rule, maxGain: maxGain, note: note).write(toFile: svg, atomically: true, encoding: .utf8)
+                try Syscall.writeOutput(svg, bytes: Array(FitPlot.svg(ears: ears, rule: rule, maxGain: maxGain, note: note).utf8))
             }
 
             if output.json {
@@ -371,7 +372,7 @@ extension Hearctl {
             let settings = Settings(Parameter.allCases.filter { $0 != .bypass && values[$0] != $0.spec.defaultValue }
                 .map { Assignment($0, Float(ParameterValue.rounded(values[$0], for: $0))) })
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            try settings.text(comment: comment).write(toFile: path, atomically: true, encoding: .utf8)
+            try Syscall.writeFileAtomically(path, directory: directory, bytes: Array(settings.text(comment: comment).utf8), mode: 0o644)
             return path
         }
 

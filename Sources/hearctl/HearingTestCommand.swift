@@ -243,7 +243,7 @@ extension Hearctl {
             }
             let directory = (path as NSString).deletingLastPathComponent
             try FileManager.default.createDirectory(atPath: directory.isEmpty ? "." : directory, withIntermediateDirectories: true)
-            try Output.encoded(saved, formatting: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: path))
+            try Syscall.writeOutput(path, bytes: [UInt8](Output.encoded(saved, formatting: [.prettyPrinted, .sortedKeys])), mode: 0o600)
             if json.json {
                 // After the last presentation: the result, as saved, is the one JSON document on stdout.
                 Output.json(saved)

@@ -74,8 +74,8 @@ enum PresetStore {
         let settings = Settings(rounded.filter { $0.0 != .bypass && $0.1 != Float(ParameterValue.rounded($0.0.spec.defaultValue, for: $0.0)) }
             .map { Assignment($0.0, $0.1) })
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try settings.text(comment: "hear preset \(name), saved from chain \(chain) (\(ChainName.name(chain)))")
-            .write(toFile: path, atomically: true, encoding: .utf8)
+        try Syscall.writeFileAtomically(path, directory: directory, bytes: Array(
+            settings.text(comment: "hear preset \(name), saved from chain \(chain) (\(ChainName.name(chain)))").utf8), mode: 0o644)
         return path
     }
 

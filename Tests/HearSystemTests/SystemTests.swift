@@ -22,8 +22,15 @@ final class Scratch {
 /// A listening socket at a path, for LineConnection.
 final class Server {
     let listener: Listener
+    private var open = true
     init(_ path: String) throws { listener = try Syscall.listen(at: path, backlog: 4) }
-    deinit { listener.close() }
+    /// Once: a second close would close whatever descriptor got the number since (another test's,
+    /// running beside this one).
+    func close() {
+        if open { listener.close() }
+        open = false
+    }
+    deinit { close() }
     func accept() -> Int32? {
         for _ in 0..<200 {
             if let fd = try? Syscall.accept(listener.fd) { return fd }
@@ -99,7 +106,7 @@ final class Server {
         // A listener removes its path only while the path is still its socket.
         let moved = scratch.file("moved.sock")
         try Syscall.rename(live, moved)
-        server.listener.close()
+        server.close()
         #expect(FileManager.default.fileExists(atPath: moved))
     }
 
@@ -140,9 +147,22 @@ final class Server {
         }
         let fifo = scratch.file("fifo")
         #expect(mkfifo(fifo, 0o600) == 0)
-        let reader = Thread { _ = FileManager.default.contents(atPath: fifo) }
+        // A reader that reads to the end (one that stops early would leave the writer a SIGPIPE),
+        // with its own descriptor, finished before anything else opens one.
+        let finished = DispatchSemaphore(value: 0)
+        final class Received: @unchecked Sendable { var bytes = 0 }
+        let received = Received()
+        let reader = Thread {
+            let fd = open(fifo, O_RDONLY | O_CLOEXEC)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while fd >= 0, case let count = read(fd, &buffer, buffer.count), count > 0 { received.bytes += count }
+            if fd >= 0 { close(fd) }
+            finished.signal()
+        }
         reader.start()
         try Syscall.writeOutput(fifo, bytes: Array("through the pipe\n".utf8))
+        finished.wait()
+        #expect(received.bytes == 17)
         var info = stat()
         #expect(lstat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the FIFO was replaced")
         let file = scratch.file("out.bin")
