@@ -30,32 +30,32 @@ import Testing
         #expect(DropIn.code(configured).contains("plugin = \"/opt/x/libhear.so\"") && !DropIn.code(configured).contains("@"))
     }
 
-    /// module-ladspa-sink's lists are positional, so they change whenever the schema grows:
-    /// `HEAR_UPDATE_CONFIGS=1 make test` rewrites them from the drop-ins and the plugin's port order.
+    /// module-ladspa-sink's lists are positional, so they change whenever the schema grows: the
+    /// test writes the script as it should be, from the drop-ins and the plugin's port order, to
+    /// .build/hear.pa (never over the tracked file), and a mismatch names the copy that fixes it.
     @Test func pulseAudioScriptMatchesTheDropIns() throws {
-        var text = try Repository.text("conf.d/pulseaudio/hear.pa")
-        let twinsForUpdate = ["hear_speaker": "hear-speaker.conf", "hear_microphone_filter": "hear-microphone.conf"]
-        if ProcessInfo.processInfo.environment["HEAR_UPDATE_CONFIGS"] == "1" {
-            for sink in try PulseLADSPASink.all(in: text) {
-                let ports = try PluginPorts.controlInputs(label: sink.label)
-                let dropIn = try DropIn(Repository.text("conf.d/pipewire/" + twinsForUpdate[sink.sinkName, default: "?"]))
-                let list = ports.map { port in dropIn.controls[port].map(PulseLADSPASink.format) ?? "" }.joined(separator: ",")
-                let updated = sink.line.replacing(/control=[-0-9.,]*/) { _ in "control=" + list }
-                text = text.replacingOccurrences(of: sink.line, with: updated)
-            }
-            try text.write(to: Repository.url("conf.d/pulseaudio/hear.pa"), atomically: true, encoding: .utf8)
+        let text = try Repository.text("conf.d/pulseaudio/hear.pa")
+        let twins = ["hear_speaker": "hear-speaker.conf", "hear_microphone_filter": "hear-microphone.conf"]
+        var expected = text
+        for sink in try PulseLADSPASink.all(in: text) {
+            let ports = try PluginPorts.controlInputs(label: sink.label)
+            let dropIn = try DropIn(Repository.text("conf.d/pipewire/" + twins[sink.sinkName, default: "?"]))
+            let list = ports.map { port in dropIn.controls[port].map(PulseLADSPASink.format) ?? "" }.joined(separator: ",")
+            expected = expected.replacingOccurrences(of: sink.line, with: sink.line.replacing(/control=[-0-9.,]*/) { _ in "control=" + list })
         }
+        let generated = Repository.url(".build/hear.pa")
+        try expected.write(to: generated, atomically: true, encoding: .utf8)
+        let fix = "cp \(generated.path) conf.d/pulseaudio/hear.pa"
         let sinks = try PulseLADSPASink.all(in: text)
         #expect(sinks.map(\.sinkName).sorted() == ["hear_microphone_filter", "hear_speaker"])
-        let twins = ["hear_speaker": "hear-speaker.conf", "hear_microphone_filter": "hear-microphone.conf"]
         for sink in sinks {
             let ports = try PluginPorts.controlInputs(label: sink.label)
             // module-ladspa-sink wants exactly one entry per control input.
             #expect(sink.values.count == ports.count,
-                    "\(sink.sinkName): \(sink.values.count) values for \(ports.count) control ports; HEAR_UPDATE_CONFIGS=1 make test rewrites them")
+                    "\(sink.sinkName): \(sink.values.count) values for \(ports.count) control ports; \(fix)")
             let dropIn = try DropIn(Repository.text("conf.d/pipewire/" + twins[sink.sinkName, default: "?"]))
             #expect(sink.label == dropIn.label)
-            #expect(sink.controls(ports: ports) == dropIn.controls, "\(sink.sinkName) vs its PipeWire twin")
+            #expect(sink.controls(ports: ports) == dropIn.controls, "\(sink.sinkName) vs its PipeWire twin; \(fix)")
             #expect(sink.line.contains("plugin=\(Repository.placeholder) "))
         }
     }
