@@ -152,8 +152,7 @@ struct Chains {
         if isRunning(chain) {
             let sending = Target(chain: chain, connections: target.connections)
             let replies = try sending.each(request)
-            let instances = replies.reduce(0) { $0 + (Int($1.1.okFields.first { $0.name == "instances" }?.value ?? "") ?? 0) }
-            return ChangeResult(chain: chain, state: "running", instances: instances, values: try values(chain, parameters),
+            return ChangeResult(chain: chain, state: "running", instances: Self.instances(replies), values: try values(chain, parameters),
                                 saved: nil)
         }
         guard let file = Self.stateFile(chain) else { throw CLIError("settings cannot be saved: neither XDG_STATE_HOME nor HOME is set") }
@@ -164,13 +163,17 @@ struct Chains {
                             notices: outcome.notices)
     }
 
+    /// How many instances the servers' `ok instances=N` replies say they changed.
+    static func instances(_ replies: [(Connection, Reply)]) -> Int {
+        replies.reduce(0) { $0 + (Int($1.1.okFields.first { $0.name == "instances" }?.value ?? "") ?? 0) }
+    }
+
     /// Moves parameters by steps: on the chain's instances in one request each (the server reads and
     /// writes in one turn), or in its state file under the file's lock while it is suspended.
     func step(_ chain: Int, _ steps: [Assignment], show parameters: [Parameter]) throws -> ChangeResult {
         if isRunning(chain) {
             let sending = Target(chain: chain, connections: target.connections)
             let replies = try sending.each(.step(chain: chain, steps: steps))
-            let instances = replies.reduce(0) { $0 + (Int($1.1.okFields.first { $0.name == "instances" }?.value ?? "") ?? 0) }
             var moved: [(parameter: Parameter, from: Float, to: Float)] = []
             for (_, reply) in replies {
                 for case let record? in reply.records.map(StepRecord.init) where record.chain == chain
@@ -178,7 +181,7 @@ struct Chains {
                     moved.append((record.parameter, record.from, record.to))
                 }
             }
-            return ChangeResult(chain: chain, state: "running", instances: instances, values: try values(chain, parameters),
+            return ChangeResult(chain: chain, state: "running", instances: Self.instances(replies), values: try values(chain, parameters),
                                 saved: nil, steps: moved)
         }
         guard let file = Self.stateFile(chain) else { throw CLIError("settings cannot be saved: neither XDG_STATE_HOME nor HOME is set") }

@@ -333,21 +333,23 @@ extension Hearctl {
                 }
             }
             let shown = changes.map(\.parameter)
-            var result: ChangeResult
+            var notices: [String] = []
             if !assignments.isEmpty {
                 var saving: SettingsFile.Changes = [:]
                 for assignment in assignments { saving[assignment.parameter] = .some(assignment.value) }
-                result = try chains.change(chain, request: .set(chain: chain, assignments: assignments), saving: saving, show: shown)
-            } else {
-                result = try chains.step(chain, steps, show: shown)
+                let set = try chains.change(chain, request: .set(chain: chain, assignments: assignments), saving: saving, show: shown)
+                guard !steps.isEmpty else { return try finish(set, chains: chains) }
+                notices = set.notices
             }
-            if !assignments.isEmpty && !steps.isEmpty {
-                let stepped = try chains.step(chain, steps, show: shown)
-                result = ChangeResult(chain: chain, state: stepped.state, instances: max(result.instances, stepped.instances),
-                                      values: stepped.values, saved: stepped.saved, notices: result.notices + stepped.notices,
-                                      steps: stepped.steps)
-            }
-            if sync && result.state == "running" { try chains.sync(chain) }
+            // The steps' reply shows every value now (the absolute ones set just before included).
+            var result = try chains.step(chain, steps, show: shown)
+            result.notices = notices + result.notices
+            try finish(result, chains: chains)
+        }
+
+        /// `--sync` waits for the save; then the reply.
+        func finish(_ result: ChangeResult, chains: Chains) throws {
+            if sync && result.state == "running" { try chains.sync(result.chain) }
             Output.change(result, json: output.json)
         }
     }

@@ -29,6 +29,11 @@ import TestSupport
         #expect(try sandbox.value("gain", chain: 1) == 5)
         #expect(try sandbox.hearctl("set", "comp.threshold", "=-30dB", "gain", "=-2").status == 0)
         #expect(try sandbox.value("comp.threshold", chain: 1) == -30 && sandbox.value("gain", chain: 1) == -2)
+        // A value and a step in one command: both applied, the step said as one.
+        let mixed = try sandbox.hearctl("set", "comp.threshold", "=-20dB", "gain", "+1")
+        #expect(mixed.status == 0 && mixed.stdout.contains("comp.threshold = -20 dB") && mixed.stdout.contains("gain -2 → -1 dB (+1)"),
+                "\(mixed.stdout)\(mixed.stderr)")
+        #expect(try sandbox.hearctl("set", "gain", "=-2").status == 0)
         // From -2, +30 stops at the top of the range (+24), as wpctl's volume steps stop at their limit.
         #expect(try sandbox.hearctl("set", "gain", "+30").status == 0)
         #expect(try sandbox.value("gain", chain: 1) == 24)

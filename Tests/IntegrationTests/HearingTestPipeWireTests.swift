@@ -54,12 +54,12 @@ import TestSupport
         })
         #expect(start + reference.count + 2_400 <= right.count, "the recording ends inside the tone")
         let end = start + reference.count
-        let tail = Self.rms(Array(right[(end - 480)..<end])), expectedTail = Self.rms(Array(reference[(reference.count - 480)...]))
+        let tail = Signals.rms(right[(end - 480)..<end]), expectedTail = Signals.rms(reference[(reference.count - 480)...])
         print("the tone's last 10 ms: \(String(format: "%.1f", 20 * log10(tail / expectedTail))) dB against the fade-out's own")
         #expect(abs(20 * log10(tail / expectedTail)) < 1, "last 10 ms at \(20 * log10(tail / expectedTail)) dB of the fade-out's level")
-        let lastPulse = Array(right[(end - 7_200 - 2_400)..<(end + 2_400)])
-        let spread = stride(from: 2_000.0, through: 8_000, by: 125).map { Self.power(lastPulse, $0) }.max() ?? 0
-        let spreadDB = 10 * log10(spread / Self.power(lastPulse, 1_000))
+        let lastPulse = right[(end - 7_200 - 2_400)..<(end + 2_400)]
+        let spread = stride(from: 2_000.0, through: 8_000, by: 125).map { Signals.amplitude(of: lastPulse, frequency: $0, rate: 48_000) }.max() ?? 0
+        let spreadDB = Signals.dB(spread / Signals.amplitude(of: lastPulse, frequency: 1_000, rate: 48_000))
         print("the last pulse: energy above 2 kHz at most \(String(format: "%.1f", spreadDB)) dB below the tone")
         #expect(spreadDB < -90, "the last pulse spreads \(spreadDB) dB above 2 kHz")
 
@@ -94,18 +94,4 @@ import TestSupport
         return sum
     }
 
-    static func rms(_ samples: [Float]) -> Double {
-        (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(samples.count, 1))).squareRoot()
-    }
-
-    /// The power of one frequency in `samples` (a single DFT bin at any frequency).
-    static func power(_ samples: [Float], _ frequency: Double, rate: Double = 48_000) -> Double {
-        var real = 0.0, imaginary = 0.0
-        for (index, sample) in samples.enumerated() {
-            let phase = 2 * Double.pi * frequency * Double(index) / rate
-            real += Double(sample) * cos(phase)
-            imaginary -= Double(sample) * sin(phase)
-        }
-        return real * real + imaginary * imaginary
-    }
 }

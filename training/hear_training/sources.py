@@ -38,7 +38,6 @@ from .corpus import RATE, SPEECH_LEVEL_DB, active_level
 
 FLOOR_DB = -45.0
 RNNOISE_CLEAN_PESQ = 3.5
-FRAME = RATE // 100
 
 # Sources that speech.py does not read: (name, language, package, files matching, files left out,
 # at most this many files). fillets-ng's dialog: "m" lines are the small fish (a woman), "v" the big
@@ -56,15 +55,10 @@ CANDIDATES = [
 PER_TALKER_FILES = 60
 
 
-def frame_energy(x, frame=FRAME):
-    n = len(x) // frame
-    return np.mean(x[: n * frame].reshape(n, frame) ** 2, axis=1)
-
-
 def file_floor_db(x):
     """The quietest 50 ms of a file against its active speech level (dB); NaN for a file too short
     or all digital silence."""
-    e = frame_energy(x)[5:-5]
+    e = speech.frame_energy(x)[5:-5]
     audible = e > 1e-10  # -100 dBFS: digital silence and dither are not a recording's floor
     if audible.sum() < 5:
         return float("nan")

@@ -497,6 +497,12 @@ def synthesize(speaker, text):
 GATE_FLOOR_DB = -30.0
 
 
+def frame_energy(x, frame=RATE // 100):
+    """Mean square per whole 10 ms frame (a partial last frame left out)."""
+    n = len(x) // frame
+    return np.mean(x[: n * frame].reshape(n, frame) ** 2, axis=1)
+
+
 def gate(x, above_floor_db=12.0, below_speech_db=35.0, before=3, after=8, fade=0.005):
     """Everything outside the speech set to zero, the one treatment a reference with a floor gets
     (the floor under the speech stays): 10 ms frames above both the file's floor (its 10th-
@@ -506,10 +512,8 @@ def gate(x, above_floor_db=12.0, below_speech_db=35.0, before=3, after=8, fade=0
     from scipy import ndimage
     x = np.asarray(x, dtype=np.float64)
     frame = RATE // 100
-    n = len(x) // frame
-    if n == 0:
-        return np.zeros_like(x)
-    e = np.mean(x[: n * frame].reshape(n, frame) ** 2, axis=1)
+    e = frame_energy(x, frame)
+    n = len(e)
     audible = e[e > 1e-10]
     if len(audible) == 0:
         return np.zeros_like(x)
