@@ -194,7 +194,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
         // lose several dB even where they dominate: they move into new bins faster than the
         // decision-directed SNR estimate follows, and the short synthesis window (5.3 ms) smears
         // the gains between harmonics onto them (mean change 2.7 dB, worst bin 7.0 dB at 48 kHz;
-        // EVALUATION.md). Guard against regressions.
+        // measured by this test). Guard against regressions.
         #expect(result.meanSpectralDeviation <= 3.2, "mean speech spectrum change \(result.meanSpectralDeviation) dB")
         print("speech-dominated spectrum: mean change \(result.meanSpectralDeviation) dB, worst \(result.worstSpectralDeviation) dB (issue #3 asks for 1 dB)")
     }

@@ -1,4 +1,4 @@
-"""Two measurements EVALUATION.md cites, outside the suppressor itself.
+"""Two measurements behind constants of the suppressor (SpeechActivity's voicing threshold, SpectralGain's bin-by-bin mask), outside the suppressor itself.
 
   python -m hear_training.analysis voicing   how well a pitch (the gate's voicing feature) tells a talker from
                                noise: share of frames above the threshold and the median, per noise

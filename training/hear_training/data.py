@@ -19,7 +19,7 @@ are never read here.
 
 A clip, by construction:
   - 85 % speech in noise, 10 % noise alone (clean file all zeros), 5 % clean speech (noise file
-    all zeros); 10 % of all clips start with 0.2-1 s of exact digital zeros in both files (a stream
+    all zeros but for the room's late reverberation, where the speech has a room); 10 % of all clips start with 0.2-1 s of exact digital zeros in both files (a stream
     starting: PipeWire hands a fresh source silence first).
   - Speech: utterances (2-5 s, speech.py) of one speaker separated by 0.2-1.5 s pauses; 70 % of
     clips draw a recorded speaker (weight ~ sqrt(minutes), so the two long asterisk speakers do not
@@ -28,8 +28,9 @@ A clip, by construction:
     formant shift within the spread between adult talkers), spectral tilt (first-order shelf,
     +-9 dB across the band, on 50 %), RNNoise's random second-order pole-zero filter (rand_resp,
     coefficients uniform in +-0.375, on 50 %), synthetic room reverb (exponentially decaying noise,
-    RT60 0.1-0.6 s, faster decay above ~2 kHz, on 50 %; the target is the reverberant speech), mild
-    clipping (0.1-1 % of samples, on 5 %; target clipped too).
+    RT60 0.1-0.6 s, faster decay above ~2 kHz, on 50 %; the target keeps its first 50 ms (EARLY),
+    the late reverberation goes into the noise file), mild clipping (0.1-1 % of samples, on 5 %;
+    target clipped too).
   - Band limits: 40 % of clips are low-passed to 4, 8 or 11 kHz in BOTH files (a narrowband stream:
     the top bands are empty, and that is not noise), 15 % only the speech (a narrowband voice over
     wideband noise). The limit is a down- and up-sampling, as a real narrowband stream is.
@@ -86,13 +87,18 @@ KIND_WEIGHTS = {"white": 4, "pink": 5, "brown": 3, "fan": 6, "hum": 4, "hvac": 5
                 "keyboard": 11, "mouse": 4, "dishes": 5, "door": 3, "traffic": 5, "footsteps": 3, "sfx": 4,
                 "babble": 12, "cafe": 10}
 
+# A room's first 50 ms (direct sound and early reflections) stay in the target; the rest of the
+# reverberation goes to the input only, as noise: a call's far end wants the talker, not the room.
+EARLY = int(0.05 * RATE)
+
 # Shared read-only state, loaded before the workers fork.
 STATE = {}
 
 
 def load_state(split):
-    targets = [speech.load(s) for s in speech.speakers(split)]
-    babblers = targets if split == "train" else [speech.load(s) for s in speech.speakers("train")]
+    # (A recorded talker every file of whom keeps a floor within speech.DRY_FLOOR_DB has no prompts.)
+    targets = [p for p in map(speech.load, speech.speakers(split)) if len(p)]
+    babblers = targets if split == "train" else [p for p in map(speech.load, speech.speakers("train")) if len(p)]
     sfx = []
     for path in speech.package_files("hedgewars-data", None, (".ogg",)):
         if "/voices/" not in path and os.path.basename(path)[:-4] in SFX_FILES:
@@ -673,6 +679,7 @@ def make_clip(task):
     info["speaker"] = prompts.speaker.name
     info["speaker_kind"] = prompts.speaker.kind
     clean = np.zeros(n)
+    late = np.zeros(n)  # the room's late reverberation of the speech: input, never target
     top = None  # the highest frequency the clean speech carries (Hz)
     if kind != "noise-only":
         speed = float(rng.uniform(0.85, 1.15)) if rng.random() < 0.6 else 1.0
@@ -689,7 +696,10 @@ def make_clip(task):
             augment["speech_eq"] = [round(float(c), 4) for c in (*b[1:], *a[1:])]
         if rng.random() < 0.5:
             rt60 = float(rng.uniform(0.1, 0.6))
-            clean = reverb(clean, room_ir(rng, rt60))
+            ir = room_ir(rng, rt60)
+            early = reverb(clean, ir[:EARLY])
+            late = reverb(clean, ir) - early
+            clean = early
             augment["reverb_rt60_s"] = round(rt60, 3)
     else:
         info["speaker"], info["speaker_kind"] = None, None
@@ -702,10 +712,12 @@ def make_clip(task):
         both = int(rng.choice([4000, 8000, 11025]))
         augment["band_limit_hz"] = both
         clean = band_limit(clean, both) if kind != "noise-only" else clean
+        late = band_limit(late, both) if late.any() else late
     elif r < 0.55 and kind != "noise-only":
         speech_only = int(rng.choice([4000, 8000]))
         augment["speech_band_limit_hz"] = speech_only
         clean = band_limit(clean, speech_only)
+        late = band_limit(late, speech_only) if late.any() else late
     if top is not None:
         top = min(top, both or speech_only or RATE / 2, rate / 2)
     info["speech_top_hz"] = None if top is None else round(top)
@@ -753,7 +765,9 @@ def make_clip(task):
         speech_db = snr = None
     else:
         speech_db = float(rng.uniform(-45, 0))
-        clean *= db(speech_db - active_level_db(clean))
+        level = db(speech_db - active_level_db(clean))
+        clean *= level
+        late *= level
         if rng.random() < 0.05:  # mild clipping of the voice (an overdriven microphone)
             threshold = np.quantile(np.abs(clean), 1 - rng.uniform(0.001, 0.01))
             if rng.random() < 0.5:
@@ -779,6 +793,7 @@ def make_clip(task):
         noise += typing
         typing_info["snr_db"] = round(typing_snr, 2)
         typing_info["active_level_dbfs"] = round(reference - typing_snr, 2)
+    noise += late  # after the SNR: that is the background's, and the room is the talker's
     if zeros:
         clean[:zeros] = 0.0
         noise[:zeros] = 0.0

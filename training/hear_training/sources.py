@@ -6,9 +6,9 @@ that floor (RNNoise's clean-input PESQ-WB falls from about 4 on dry speech to ab
 35 dB down; hear keeps such floors and was "ahead" for it). So before a talker may decide, its
 recordings are measured here, per talker, against the two conditions a deciding talker must meet:
 
-  floor    each source file's quietest 50 ms (10 ms hop; digital silence and the first and last
-           50 ms, where files fade, left out) against the file's active speech level (corpus.
-           active_level); the talker's median file must lie at least FLOOR_DB below its speech;
+  floor    each source file's quietest 50 ms against its active speech level (speech.file_floor_db,
+           the measure training's dry targets pass too); the talker's median file must lie at least
+           FLOOR_DB below its speech;
   RNNoise  RNNoise's PESQ-WB on the talker's clean speech alone (utterances as the evaluation
            builds them, 2.5-7 s of prompts joined with 0.15-0.25 s of silence, at -26 dBFS) at
            least RNNOISE_CLEAN_PESQ: RNNoise passes dry speech nearly untouched (4.1 on a dry TTS
@@ -55,20 +55,6 @@ CANDIDATES = [
 PER_TALKER_FILES = 60
 
 
-def file_floor_db(x):
-    """The quietest 50 ms of a file against its active speech level (dB); NaN for a file too short
-    or all digital silence."""
-    e = speech.frame_energy(x)[5:-5]
-    audible = e > 1e-10  # -100 dBFS: digital silence and dither are not a recording's floor
-    if audible.sum() < 5:
-        return float("nan")
-    window = np.convolve(e, np.ones(5) / 5, mode="valid")
-    whole = np.convolve(audible.astype(float), np.ones(5), mode="valid") == 5
-    if not whole.any():
-        return float("nan")
-    return float(10 * np.log10(window[whole].min()) - 20 * np.log10(active_level(x)))
-
-
 class CleanPESQ:
     """RNNoise's PESQ-WB on clean speech: at -26 dBFS, 0.25 s of silence before, 16 kHz scoring."""
 
@@ -112,7 +98,7 @@ def utterances(prompts, count=3, seed=1):
 def probe(name):
     language, split, paths = talker_files(name)
     files = [speech.decode(p).astype(np.float64) for p in paths]
-    floors = np.array([file_floor_db(x - np.mean(x)) for x in files])
+    floors = np.array([speech.file_floor_db(x - np.mean(x)) for x in files])
     floors = floors[np.isfinite(floors)]
     trimmed = [speech.trim(x) for x in files]
     raw = [p for p in trimmed if len(p) >= 0.15 * RATE]

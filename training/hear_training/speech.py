@@ -75,7 +75,7 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import signal
@@ -106,6 +106,9 @@ class Speaker:
     # Everything outside the speech set to digital silence (`gate`): the deciding talkers, whose
     # recordings keep a floor 20-50 dB below the speech between words.
     gated: bool = False
+    # A training target: dry speech without its recording's floor (`dry_prompt`): every recorded
+    # training and validation talker.
+    dry: bool = False
 
 
 # --- texts for the TTS voices (written for this file; not the eval's Harvard sentences) ---
@@ -428,7 +431,7 @@ def _speakers():
     return s
 
 
-SPEAKERS = _speakers()
+SPEAKERS = [replace(s, dry=s.kind == "recorded" and s.split != "eval") for s in _speakers()]
 BY_NAME = {s.name: s for s in SPEAKERS}
 
 
@@ -526,6 +529,68 @@ def gate(x, above_floor_db=12.0, below_speech_db=35.0, before=3, after=8, fade=0
     k = int(fade * RATE)
     ramp = np.hanning(2 * k + 1)
     return x * np.convolve(g, ramp / ramp.sum(), mode="same")
+
+
+def file_floor_db(x):
+    """A recording's floor: its quietest 50 ms (10 ms hop; digital silence and the first and last
+    50 ms, where files fade, left out) against its active speech level (the 10 ms frames within
+    40 dB of the loudest), dB; NaN for a file too short or all digital silence."""
+    e = frame_energy(x)
+    if len(e) < 15 or e.max() <= 1e-10:
+        return float("nan")
+    level = 10 * np.log10(np.mean(e[e > e.max() * 1e-4]))
+    e = e[5:-5]
+    window = np.convolve(e, np.ones(5) / 5, mode="valid")
+    whole = np.convolve((e > 1e-10).astype(float), np.ones(5), mode="valid") == 5  # -100 dBFS: not a floor
+    if not whole.any():
+        return float("nan")
+    return float(10 * np.log10(window[whole].min()) - level)
+
+
+# A training target's floor must lie at least this far below its speech (file_floor_db) once
+# `remove_floor` has run; a file it cannot bring there is left out.
+DRY_FLOOR_DB = -40.0
+# remove_floor: the floor's spectrum is the mean of the quietest FLOOR_SHARE of a file's audible
+# STFT frames; power subtraction of OVERSUBTRACT x that spectrum, the gain never below
+# FLOOR_GAIN_DB (a floor 30 dB down ends 55 dB down; deeper cuts leave a target full of holes).
+FLOOR_SHARE = 0.1
+OVERSUBTRACT = 3.0
+FLOOR_GAIN_DB = -30.0
+
+
+def remove_floor(x):
+    """The recording's steady floor (hiss, hum, room tone) taken out of a whole file by spectral
+    subtraction against its own quiet frames (21 ms Hann frames, 75 % overlap; the power smoothed
+    over three frames first, so the gain does not flutter where speech and floor meet). What a
+    microphone's floor 20-38 dB under the speech does to a target: the model learns that such a
+    floor is speech and keeps a steady noise that looks like it."""
+    x = np.asarray(x, dtype=np.float64)
+    size = 1024
+    if len(x) < 4 * size:
+        return x
+    _, _, z = signal.stft(x, nperseg=size, noverlap=3 * size // 4)
+    power = np.abs(z) ** 2
+    energy = power.sum(axis=0)
+    audible = np.nonzero(energy > energy.max() * 1e-10)[0]
+    if len(audible) < 10:
+        return x
+    quiet = audible[np.argsort(energy[audible])[: max(3, int(FLOOR_SHARE * len(audible)))]]
+    floor = power[:, quiet].mean(axis=1, keepdims=True)
+    smoothed = signal.convolve(power, np.ones((1, 3)) / 3, mode="same")
+    gain = np.sqrt(np.maximum(1 - OVERSUBTRACT * floor / np.maximum(smoothed, 1e-30), 0))
+    gain = np.maximum(gain, 10 ** (FLOOR_GAIN_DB / 20))
+    _, y = signal.istft(z * gain, nperseg=size, noverlap=3 * size // 4)
+    return y[: len(x)]
+
+
+def dry_prompt(x):
+    """A training target from a decoded file: its floor removed (`remove_floor`), everything outside
+    the speech set to zero (`gate`); None where the floor stays within DRY_FLOOR_DB of the speech."""
+    y = remove_floor(x)
+    floor = file_floor_db(y)
+    if floor > DRY_FLOOR_DB:
+        return None
+    return gate(y)
 
 
 def trim(x, floor_db=-35.0, margin=0.02, fade=0.005, gate_db=0.0):
@@ -632,11 +697,16 @@ def load(speaker, min_seconds=0.15):
     """A speaker's prompts (built into the cache on first use)."""
     if isinstance(speaker, str):
         speaker = BY_NAME[speaker]
-    path = os.path.join(CACHE, "speakers", f"{speaker.name}{'-gated' if speaker.gated else ''}-v{VERSION}.npz".replace("+", "_"))
+    path = os.path.join(CACHE, "speakers", f"{speaker.name}{'-gated' if speaker.gated else ''}{'-dry' if speaker.dry else ''}-v{VERSION}.npz".replace("+", "_"))
     if not os.path.exists(path):
         prompts, names, rates, tops = [], [], [], []
         for name, source in _sources(speaker):
-            y = trim(decode(source), gate_db=speaker.gate_db)
+            y = decode(source)
+            if speaker.dry:
+                y = dry_prompt(y - np.mean(y))
+                if y is None:
+                    continue
+            y = trim(y, gate_db=speaker.gate_db)
             if speaker.gated and len(y):
                 y = trim(gate(y))
             if len(y) >= min_seconds * RATE:
@@ -645,11 +715,12 @@ def load(speaker, min_seconds=0.15):
                 names.append(name)
                 rates.append(rate)
                 tops.append(band_top(y, rate))
-        if not prompts:
+        if not prompts and not speaker.dry:  # a dry talker may lose every file to DRY_FLOOR_DB
             raise RuntimeError(f"{speaker.name}: no usable prompt")
-        lengths = np.array([len(p) for p in prompts])
+        lengths = np.array([len(p) for p in prompts], dtype=np.int64)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        np.savez(path + ".tmp.npz", audio=np.concatenate(prompts), lengths=lengths, names=np.array(names),
+        np.savez(path + ".tmp.npz", audio=np.concatenate(prompts or [np.zeros(0, np.float32)]), lengths=lengths,
+                 names=np.array(names, dtype=str),
                  rates=np.array(rates), tops=np.array(tops))
         os.replace(path + ".tmp.npz", path)
     with np.load(path) as data:

@@ -153,11 +153,9 @@ struct LearnedGains: ~Copyable {
     /// and never more than `estimatorLift` (6 dB) above the estimator's own gain. The model finds
     /// what the estimator misses (clicks, voices in the noise) and lowers it; where the estimator is
     /// sure of steady noise (a hum's lines, a fan between a voice's harmonics), the model's coarser
-    /// bands cannot keep it. Deciding set, mean PESQ-WB with the committed model: lift 0 dB 1.899,
-    /// 3 dB 1.907, 6 dB 1.907, 10 dB 1.892, unbounded 1.853 (EVALUATION.md). With the true band
-    /// gains in the model's place (hear-features oracle --place bands, before the lift bound) the
-    /// blend scored 1.92 PESQ-WB on the deciding set's 5 dB clips (1.89 unsquared), against 1.84
-    /// for the model's gains alone and 1.79 for the geometric mean of the two masks.
+    /// bands cannot keep it. The lift's bound, the lead and the squaring were chosen in `make eval`
+    /// on the home recordings (group `home`); EVALUATION.md's oracle section gives the blend with the
+    /// true band gains in the model's place (hear-features oracle --place bands).
     ///
     /// The floor (ns.reduction) is the level the residual noise keeps below the steady noise, not
     /// below whatever a frame holds: where a statistics bin's `power` stands more than
@@ -166,9 +164,9 @@ struct LearnedGains: ~Copyable {
     /// the floor itself, so a click the model takes for noise ends up about as low as the steady
     /// noise does instead of 25 dB under its own level, still audible above it. Steady noise keeps
     /// the floor. Only bins the model has already taken below the floor reach the lower one: a voice
-    /// keeps its gains. Deciding set, mean PESQ-WB (keyboard) by margin: none 1.907 (1.82), 0 dB 1.927
-    /// (2.05; cafe STOI 0.021 below the input), 3 dB 1.926, 6 dB 1.929, 9 dB 1.930 (2.05), 12 dB
-    /// 1.930 (2.04); 30 dB deep instead of 20 changed 0.002 (EVALUATION.md).
+    /// keeps its gains. The margin and depth were chosen in `make eval` on the home recordings: the
+    /// limit raised keyboard's PESQ-WB; a margin near 0 dB cost cafe's STOI, above 6 dB nothing
+    /// changed.
     @inline(__always) func blend(into mask: UnsafeMutablePointer<Float>, estimator: UnsafePointer<Float>,
                                  power: UnsafePointer<Float>, noise: UnsafePointer<Float>,
                                  floor: Float, strength: Float, weight: Float) {

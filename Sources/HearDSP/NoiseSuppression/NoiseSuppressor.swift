@@ -50,7 +50,7 @@ public struct NoiseSuppressor: ~Copyable {
     var learnedGains: LearnedGains
     package var clickLimit: KeyClickLimit
     let arenaMemory: UnsafeMutableRawPointer?
-    /// Bytes of the arena, and whether every part's piece lies in it (ArenaTests).
+    /// Bytes of the arena, and whether every part's piece lies in it (everyPartLivesInTheOneArena).
     package let arenaBytes: Int
     package let arenaIsWhole: Bool
 
@@ -159,8 +159,8 @@ public struct NoiseSuppressor: ~Copyable {
         floorGain = Float(Decibels.toGain(-Double(values[.nsReduction])))
         // Sensitivity 0...100 % scales the noise estimate by -6...+6 dB: more of the signal counts as
         // noise. At 50 the gain rule reads the estimate 1.25 dB low: quiet parts of speech keep more
-        // of themselves (`make eval`: STOI +0.005, PESQ +0.007; EVALUATION.md). Lower still fails
-        // the CI test's 8 dB SNR improvement at 48 and 96 kHz.
+        // of themselves (STOI and PESQ-WB in `make eval`). Lower still fails the CI test's 8 dB SNR
+        // improvement at 48 and 96 kHz.
         noiseScale = Float(LibM.exp(((Double(values[.nsSensitivity]) - 50) / 50 * 6 - 1.25) * 0.23025850929940458))
     }
 

@@ -7,7 +7,7 @@
 // speech, slowly (30 ms) where it does not, so isolated noise peaks never open; the floor is a gain,
 // never zero. The mask is applied as computed, bin by bin: widening it toward the synthesis
 // window's resolution (a bin keeping a quarter of its neighbours' gains) kept no more of the speech
-// in `make eval` and let more noise through between harmonics (EVALUATION.md).
+// in `make eval` and let more noise through between harmonics.
 
 struct SpectralGain {
     let stats: StatisticsBins

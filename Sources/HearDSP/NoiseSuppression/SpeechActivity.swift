@@ -15,7 +15,7 @@
 // then closes over 100 ms. Level alone neither opens nor holds it: key clicks come in runs longer
 // than any fricative and more often than the hold lasts. The price: a phrase that begins with a
 // voiceless consonant after a pause loses the consonant's start, until its vowel opens the gate.
-// Tuned on `make eval` (EVALUATION.md): key clicks alone lose ns.reduction, while PESQ and STOI
+// Tuned on `make eval`: key clicks alone lose ns.reduction, while PESQ and STOI
 // of the noisy speech stay where they were without the gate.
 
 public struct SpeechActivity: ~Copyable {
@@ -55,7 +55,7 @@ public struct SpeechActivity: ~Copyable {
     var pitchLag = 0
     var sinceEvidence = 0
 
-    /// `frameLength`, `analysisWindow` and the statistics bins (see NoiseSuppressor.statsFirst) are
+    /// `frameLength`, `analysisWindow` and the statistics bins (StatisticsBins.first) are
     /// the suppressor's; `updateSeconds` is the time between updates.
     init(sampleRate: Double, frameLength n: Int, analysisWindow: UnsafePointer<Float>, updateSeconds: Double,
          statsFirst: UnsafePointer<Int>, statsBins: Int, arena: inout Arena) {

@@ -17,7 +17,7 @@ struct Arena: ~Copyable {
     /// Measuring: the last piece handed out; each piece's first 64 bytes hold the one before, so
     /// that they are freed with the arena without a collection (no Array code in HearDSP: NoTrapTests).
     private var lastPiece: UnsafeMutableRawPointer? = nil
-    /// Pieces a real arena could not hold (never, by `ArenaTests`); they are kept, never freed.
+    /// Pieces a real arena could not hold (never: NoiseSuppressorTests.everyPartLivesInTheOneArena); they are kept, never freed.
     private(set) var overflowed = 0
 
     static let alignment = 64
@@ -47,7 +47,7 @@ struct Arena: ~Copyable {
             raw = memory + used
         } else {
             // Measuring; or, were the parts ever to ask a real arena for more than they measured, a
-            // piece of its own rather than memory past the end (`ArenaTests` checks they never do).
+            // piece of its own rather than memory past the end (NoiseSuppressorTests.everyPartLivesInTheOneArena checks they never do).
             let piece = UnsafeMutableRawPointer.allocate(byteCount: bytes &+ Self.alignment, alignment: Self.alignment)
             piece.storeBytes(of: lastPiece, as: UnsafeMutableRawPointer?.self)
             if memory == nil { lastPiece = piece } else { overflowed &+= 1 }

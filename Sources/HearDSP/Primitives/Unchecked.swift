@@ -70,9 +70,3 @@ extension UnsafeMutablePointer where Pointee: BitwiseCopyable {
         for i in upTo(count) { self[i] = value }
     }
 }
-
-/// `a % b` for b > 0 (a divisor set at init); 0 when b == 0, instead of the trap of `%`.
-@inline(__always) func remainder(_ a: Int, _ b: Int) -> Int {
-    let (value, overflow) = a.remainderReportingOverflow(dividingBy: b)
-    return overflow ? 0 : value
-}
