@@ -67,6 +67,7 @@ help:
 	@echo "make bench   ns/sample per stage and chain next to swh sc4m/mbeq and lsp compressor_mono (hear-host bench)"
 	@echo "make eval    noise suppressor vs RNNoise, WebRTC NS, speexdsp, DeepFilterNet3 (PESQ, STOI, ...);"
 	@echo "             its PyPI packages (pinned in training/pyproject.toml) go into the venv .build/venv"
+	@echo "make eval-results  the deciding and home sets into docs/results/ (the figures the docs quote)"
 	@echo "make eval-sources  which recorded talkers are dry enough to decide on (floor, RNNoise's clean-input PESQ-WB)"
 	@echo "make train   the learned noise suppressor's weights again, from Debian's speech packages and python3-torch"
 	@echo "             (CPU, slow; training/README.md), resumable: rerun to continue"
@@ -156,9 +157,18 @@ DEB_EVAL := python3 python3-venv espeak-ng flite sox libspeexdsp1 ladspa-sdk ast
 # `make eval-sources` also reads every training talker and the candidates no split reads yet (sources.py).
 DEB_SOURCES := $(DEB_EVAL) $(shell sed -e 's/\#.*//' training/debian-packages) fillets-ng-data-nl alsa-utils codec2-examples
 
-.PHONY: eval eval-deps eval-sources
+.PHONY: eval eval-deps eval-sources eval-results
 eval: build eval-deps
 	$(HEAR_TRAINING) $(VENV)/bin/python -m hear_training.evaluate
+
+# The figures the docs quote, written to docs/results/ (committed; DocumentFiguresTests checks the
+# docs against them): the deciding set with both noise families, and the home recordings beside
+# it, hear in both modes against RNNoise (about 15 minutes on 2 cores).
+eval-results: build eval-deps
+	$(HEAR_TRAINING) $(VENV)/bin/python -m hear_training.evaluate --set deciding --noises a,b \
+	  --only hear,hear-classical,RNNoise --output docs/results/deciding.md
+	$(HEAR_TRAINING) $(VENV)/bin/python -m hear_training.evaluate --set home --noises a \
+	  --only hear,hear-classical,RNNoise --output docs/results/home.md
 
 # Which recorded talkers are dry enough to decide on: every one's floor and RNNoise's clean-input
 # PESQ-WB, raw and gated (training/hear_training/sources.py; the table in training/README.md).

@@ -2,8 +2,10 @@
 import PackageDescription
 
 // The audio path (HearDSP, HearPlugin) is checked by the compiler (@_noLocks): no locks, no
-// allocation, no reference counting. The check needs whole-module optimization, so the package
-// is built and tested in release (`make`, `make test`). Exclusivity is enforced statically.
+// allocation, no reference counting. The check needs whole-module optimization, which a debug
+// build cannot have (SwiftPM's index store refuses -wmo there), so a debug build stops at once with
+// one line saying so (Sources/HearDSP/ReleaseOnly.swift); `make` and `make test` build release.
+// Exclusivity is enforced statically in those two targets, dynamically everywhere else.
 let realTimeFlags: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
 
 let package = Package(
@@ -64,14 +66,16 @@ let package = Package(
         .executableTarget(name: "hear-features", dependencies: ["HearDSP"]),
         // The project's own LADSPA host: the control and fault tests run libhear.so in it in real time;
         // `hear-host bench` runs any plugin offline and times its run() calls (make bench, make eval).
-        .executableTarget(name: "hear-host", dependencies: ["CLADSPA", "CMallocCounter", "HearSystem"]),
+        .executableTarget(name: "hear-host", dependencies: ["CLADSPA", "LADSPALoader", "CMallocCounter", "HearSystem"]),
+        // Loading a LADSPA plugin as a host does (dlopen, its descriptors): hear-host and the tests.
+        .target(name: "LADSPALoader", dependencies: ["CLADSPA"]),
         .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "HearControl", "HearCLI", "CHearModel", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "HearCLI", "HearSystem", "CLADSPA", "CMallocCounter", "TestSupport"]),
+        .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "HearCLI", "HearSystem", "CLADSPA", "LADSPALoader", "CMallocCounter", "TestSupport"]),
         .testTarget(name: "HearSystemTests", dependencies: ["HearSystem"]),
         .testTarget(name: "HearControlTests", dependencies: ["HearControl", "HearDSP", "TestSupport"]),
         .testTarget(name: "HearCLITests", dependencies: ["HearCLI", "HearControl", "HearDSP", "TestSupport"]),
         // The conf.d drop-ins in a real PipeWire and PulseAudio that the tests start and stop themselves.
-        .testTarget(name: "IntegrationTests", dependencies: ["HearDSP", "CLADSPA", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["HearDSP", "CLADSPA", "LADSPALoader", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -20,6 +20,7 @@
 // No Foundation in this file: the timed loop calls run() and clock_gettime, nothing else.
 
 import CLADSPA
+import LADSPALoader
 import Glibc
 
 /// The default a host gives a control port from its range hint (the LADSPA header's rules:
@@ -143,16 +144,9 @@ func runBench(_ arguments: [String]) -> Never {
     guard rest.count >= 2 else { benchUsage() }
     let pluginPath = rest.removeFirst(), label = rest.removeFirst()
 
-    guard let library = dlopen(pluginPath, RTLD_NOW | RTLD_LOCAL) else { fail("dlopen \(pluginPath): \(String(cString: dlerror()))") }
-    guard let symbol = dlsym(library, "ladspa_descriptor") else { fail("\(pluginPath): no ladspa_descriptor") }
-    let descriptors = unsafeBitCast(symbol, to: LADSPA_Descriptor_Function.self)
-    var index: UInt = 0
-    var found: UnsafePointer<LADSPA_Descriptor>?
-    while found == nil, let candidate = descriptors(index) {
-        if String(cString: candidate.pointee.Label) == label { found = candidate }
-        index += 1
-    }
-    guard let descriptor = found?.pointee else { fail("\(pluginPath): no label \(label)") }
+    let found: UnsafePointer<LADSPA_Descriptor>
+    do { found = try LADSPALibrary(path: pluginPath).descriptor(label) } catch { fail("\(error)") }
+    let descriptor = found.pointee
     let portCount = Int(descriptor.PortCount)
     func isControl(_ port: Int) -> Bool { descriptor.PortDescriptors[port] & LADSPA_PORT_CONTROL != 0 }
     func isInput(_ port: Int) -> Bool { descriptor.PortDescriptors[port] & LADSPA_PORT_INPUT != 0 }

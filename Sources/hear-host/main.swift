@@ -31,6 +31,7 @@ import CMallocCounter
 import Foundation
 import Glibc
 import HearSystem
+import LADSPALoader
 import Synchronization
 
 /// Set by the SIGTERM/SIGINT handlers (a lock-free atomic store is async-signal-safe).
@@ -125,12 +126,12 @@ if let cycleText = options["cycles"] {
     let controls = UnsafeMutablePointer<Float>.allocate(capacity: 512)
     controls.initialize(repeating: 0, count: 512)
     var heapAfter10: UInt = 0
-    for cycle in 1...cycles {
-        guard let library = dlopen(pluginPath, RTLD_NOW | RTLD_LOCAL) else { fail("dlopen: \(String(cString: dlerror()))") }
-        guard let symbol = dlsym(library, "ladspa_descriptor") else { fail("no ladspa_descriptor") }
-        let function = unsafeBitCast(symbol, to: LADSPA_Descriptor_Function.self)
-        for index in 0..<UInt(2) {
-            guard let descriptor = function(index), let handle = descriptor.pointee.instantiate(descriptor, 48000) else { fail("instantiate") }
+    for count in 1...cycles {
+        let library: LADSPALibrary
+        do { library = try LADSPALibrary(path: pluginPath) } catch { fail("\(error)") }
+        for index in 0..<min(2, library.count) {
+            let descriptor = library.descriptor(at: index)
+            guard let handle = descriptor.pointee.instantiate(descriptor, 48000) else { fail("instantiate") }
             var audio = 0
             for port in 0..<Int(descriptor.pointee.PortCount) {
                 let kind = descriptor.pointee.PortDescriptors[port]
@@ -145,8 +146,8 @@ if let cycleText = options["cycles"] {
             descriptor.pointee.run(handle, 256)
             descriptor.pointee.cleanup(handle)
         }
-        dlclose(library)
-        if cycle == 10 { heapAfter10 = hear_heap_in_use() }
+        library.close()
+        if count == 10 { heapAfter10 = hear_heap_in_use() }
     }
     print("cycles n=\(cycles) heap_after_10=\(heapAfter10) heap_after_n=\(hear_heap_in_use())")
     exit(0)
@@ -162,16 +163,8 @@ let seconds = Double(options["seconds"] ?? "60")!
 let chain = Float(options["chain"] ?? "0")!
 let instanceCount = max(1, Int(options["instances"] ?? "1")!)
 
-guard let library = dlopen(pluginPath, RTLD_NOW | RTLD_LOCAL) else { fail("dlopen \(pluginPath): \(String(cString: dlerror()))") }
-guard let symbol = dlsym(library, "ladspa_descriptor") else { fail("no ladspa_descriptor") }
-let descriptorFunction = unsafeBitCast(symbol, to: LADSPA_Descriptor_Function.self)
-var descriptorIndex: UInt = 0
-var found: UnsafePointer<LADSPA_Descriptor>?
-while let candidate = descriptorFunction(descriptorIndex) {
-    if String(cString: candidate.pointee.Label) == label { found = candidate }
-    descriptorIndex += 1
-}
-guard let descriptor = found else { fail("no label \(label)") }
+let descriptor: UnsafePointer<LADSPA_Descriptor>
+do { descriptor = try LADSPALibrary(path: pluginPath).descriptor(label) } catch { fail("\(error)") }
 // A real-time host may call instantiate from a SCHED_FIFO thread; the plugin's threads must not inherit that.
 let fifoInstantiate = options["fifo-instantiate"] != nil
 if fifoInstantiate {

@@ -11,6 +11,7 @@ import Foundation
 import Glibc
 import HearCLI
 import HearControl
+import HearDSP
 import HearSystem
 
 /// The test's timing: what a listener sits through, and what a simulated run counts.
@@ -329,7 +330,7 @@ final class TonePlayer {
 
     /// A stereo float WAV of the pulsed tone at `level` dBFS peak in one ear, silence in the other.
     static func pulsedTone(_ frequency: Double, level: Double, ear: Ear, rate: Double = 48000) -> [Float] {
-        let amplitude = pow(10, level / 20)
+        let amplitude = Decibels.toGain(level)
         let pulse = Int(TestTiming.pulseSeconds * rate), gap = Int(TestTiming.gapSeconds * rate), ramp = Int(TestTiming.rampSeconds * rate)
         var samples: [Float] = []
         for index in 0..<TestTiming.pulses {
@@ -344,23 +345,11 @@ final class TonePlayer {
         return samples + [Float](repeating: 0, count: 2 * Int(TestTiming.tailSeconds * rate))
     }
 
-    /// The samples as a WAV file (IEEE float, two channels).
-    static func wav(_ samples: [Float], rate: Int = 48000) -> Data {
-        var data = Data()
-        func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
-        let bytes = samples.count * 4
-        data.append(contentsOf: Array("RIFF".utf8)); append(UInt32(36 + bytes)); data.append(contentsOf: Array("WAVEfmt ".utf8))
-        append(UInt32(16)); append(UInt16(3)); append(UInt16(2)); append(UInt32(rate)); append(UInt32(rate * 8)); append(UInt16(8)); append(UInt16(32))
-        data.append(contentsOf: Array("data".utf8)); append(UInt32(bytes))
-        samples.withUnsafeBytes { data.append(contentsOf: $0) }
-        return data
-    }
-
     /// Starts the tone and returns (the answer window runs while it plays).
     func play(_ frequency: Double, level: Double, ear: Ear) throws {
         waitForTone()
         let path = directory + "/tone.wav"
-        try Self.wav(Self.pulsedTone(frequency, level: level, ear: ear)).write(to: URL(fileURLWithPath: path))
+        try Data(WAV.bytes(Self.pulsedTone(frequency, level: level, ear: ear), channels: 2, rate: 48000)).write(to: URL(fileURLWithPath: path))
         playing = try Self.start(["--target", deviceName, path])
     }
 
@@ -374,7 +363,7 @@ final class TonePlayer {
             return [value, value]
         }
         let path = directory + "/sample.wav"
-        try Self.wav(samples).write(to: URL(fileURLWithPath: path))
+        try Data(WAV.bytes(samples, channels: 2, rate: 48000)).write(to: URL(fileURLWithPath: path))
         let process = try Self.start(["--target", deviceName, path])
         process.waitUntilExit()
     }

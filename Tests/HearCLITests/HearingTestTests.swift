@@ -2,6 +2,7 @@
 // thresholds, and the conversion to estimated dB HL (HearingCalibration).
 
 import HearCLI
+import TestSupport
 import Testing
 
 /// A listener who hears a tone at or above their threshold, misses one now and then, and answers
@@ -10,19 +11,19 @@ struct SimulatedListener {
     let thresholds: [Ear: [Double: Double]]
     var miss = 0.03
     var falseAlarm = 0.03
-    var random: SplitMix
+    var random: SeededRandom
 
     init(_ thresholds: [Ear: [Double: Double]], miss: Double = 0.03, falseAlarm: Double = 0.03, seed: UInt64 = 11) {
         self.thresholds = thresholds
         self.miss = miss
         self.falseAlarm = falseAlarm
-        random = SplitMix(seed: seed)
+        random = SeededRandom(seed: seed)
     }
 
     mutating func answer(_ presentation: HearingTest.Presentation) -> Bool {
-        guard let level = presentation.level else { return random.uniform() < falseAlarm }
-        guard level >= thresholds[presentation.ear]![presentation.frequency]! else { return random.uniform() < falseAlarm }
-        return random.uniform() >= miss
+        guard let level = presentation.level else { return random.unit() < falseAlarm }
+        guard level >= thresholds[presentation.ear]![presentation.frequency]! else { return random.unit() < falseAlarm }
+        return random.unit() >= miss
     }
 }
 

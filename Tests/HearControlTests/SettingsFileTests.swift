@@ -7,6 +7,7 @@ import Foundation
 import Glibc
 import HearControl
 import HearDSP
+import TestSupport
 import Testing
 
 /// A fresh directory, removed with everything in it at the end.
@@ -155,11 +156,7 @@ private final class ScratchDirectory {
     @Test func temporaryFilesOfDeadWritersAreRemovedAtTheNextWrite() throws {
         let scratch = try ScratchDirectory()
         let file = scratch.file()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/true")
-        try process.run()
-        process.waitUntilExit()
-        let dead = process.processIdentifier
+        let dead = try Command.exitedPID()
         let live = getpid()
         try scratch.write("victim\n", to: "victim")
         let removed = ["mic.conf.tmp-\(dead)-1", "mic.conf.tmp-\(dead)-2", "mic.conf.tmp-\(live)-3"]

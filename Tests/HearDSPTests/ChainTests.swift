@@ -58,8 +58,8 @@ import TestSupport
         var (out, _) = process(&chain, Array(input[..<24000]))
         chain.apply(values(allOff: true, [.gain: 12]))
         out += process(&chain, Array(input[24000...])).0
-        let steady = largestStep(out[(out.count - 4800)...])
-        #expect(largestStep(out[...]) <= steady * 1.001)
+        let steady = Signals.largestStep(out[(out.count - 4800)...])
+        #expect(Signals.largestStep(out[...]) <= steady * 1.001)
         #expect(abs(Signals.dB(Double(Signals.peak(out[(out.count - 4800)...])) / 0.1) - 12) < 0.05)
     }
 
@@ -73,8 +73,8 @@ import TestSupport
         bypassed[.bypass] = 1
         chain.apply(bypassed)
         out += process(&chain, Array(input[24000...])).0
-        let processedStep = largestStep(out[12000..<24000])
-        #expect(largestStep(out[...]) <= processedStep * 1.001)
+        let processedStep = Signals.largestStep(out[12000..<24000])
+        #expect(Signals.largestStep(out[...]) <= processedStep * 1.001)
         // Fully bypassed: the input itself, delayed by exactly the reported latency.
         let tail = (out.count - 4800)..<out.count
         #expect(Array(out[tail]) == Array(input[(tail.lowerBound - chain.latency)..<(tail.upperBound - chain.latency)]))

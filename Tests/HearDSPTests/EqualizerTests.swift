@@ -110,8 +110,8 @@ enum Reference {
         let (after, _) = process(&chain, Array(input[half...]))
         before += after
         // The largest step anywhere is no larger than the boosted sine's own largest step.
-        let steady = largestStep(before[(before.count - 4800)...])
-        #expect(largestStep(before[...]) <= steady * 1.001)
+        let steady = Signals.largestStep(before[(before.count - 4800)...])
+        #expect(Signals.largestStep(before[...]) <= steady * 1.001)
         #expect(abs(Signals.dB(Double(Signals.peak(before[(before.count - 4800)...])) / 0.1) - 12) < 0.1)
     }
 }

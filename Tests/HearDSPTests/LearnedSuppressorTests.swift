@@ -4,6 +4,7 @@
 // measure with the mask replaced by unit gains, so a model that does nothing fails it.
 
 import Testing
+import TestSupport
 import HearDSP
 
 func learnedValues(_ changes: [Parameter: Float] = [:]) -> ParameterValues {
@@ -198,7 +199,7 @@ func snrImprovement(rate: Double, noise makeNoise: (inout SignalMaker, Int) -> [
                 done += n
             }
         }
-        let steepest = largestStep(output[Int(rate * 0.5)...]), inputSteepest = largestStep(input[Int(rate * 0.5)...])
+        let steepest = Signals.largestStep(output[Int(rate * 0.5)...]), inputSteepest = Signals.largestStep(input[Int(rate * 0.5)...])
         #expect(steepest <= inputSteepest, "largest step \(steepest) against the input's \(inputSteepest)")
         let mix = suppressor.learnedMix
         #expect(mix == 0)

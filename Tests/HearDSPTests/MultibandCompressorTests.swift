@@ -251,8 +251,8 @@ import TestSupport
         chain.apply(off)
         out += process(&chain, Array(input[48000...]), Array(input[48000...])).0
         // The largest step anywhere is no larger than the steady, louder (fitted) sine's own.
-        let fittedStep = largestStep(out[40000..<48000])
-        #expect(largestStep(out[...]) <= fittedStep * 1.001, "step \(largestStep(out[...])) vs \(fittedStep)")
+        let fittedStep = Signals.largestStep(out[40000..<48000])
+        #expect(Signals.largestStep(out[...]) <= fittedStep * 1.001, "step \(Signals.largestStep(out[...])) vs \(fittedStep)")
         let gain = Signals.dB(Signals.amplitude(of: out[40000..<48000], frequency: 700, rate: rate) / 0.01)
         #expect(gain > 5, "the fit is heard: \(gain) dB")
         #expect(abs(Signals.dB(Signals.amplitude(of: out[64000...], frequency: 700, rate: rate) / 0.01)) < 0.1)

@@ -26,14 +26,14 @@ import TestSupport
         let recording = try first.stop()
         #expect(recording.summary["nonfinite"] == 0)
 
-        let baseline = Levels.rms(recording.samples(from: before - 0.2, to: before - 0.01))
+        let baseline = Signals.rms(recording.samples(from: before - 0.2, to: before - 0.01))
         #expect(baseline > 0.01, "the host's output is silent")
         // Level over two periods of the 1 kHz sine (96 samples), every 16 samples from the request on.
         let start = recording.firstSample(atOrAfter: before)
         var settled = recording.samples.count
         var index = recording.samples.count - 96
         while index >= start {
-            let change = Levels.dB(Levels.rms(recording.samples[index..<(index + 96)]) / baseline)
+            let change = Signals.dB(Signals.rms(recording.samples[index..<(index + 96)]) / baseline)
             if abs(change - 6) > 0.2 { break }
             settled = index + 96  // the first window end from which the level stays at +6 +/- 0.2 dB
             index -= 16
@@ -46,12 +46,12 @@ import TestSupport
         print("set gain 6: hearctl took \(Int((replied - before) * 1000)) ms; the level is within 0.2 dB of +6 dB \(Int(latency * 1000)) ms of audio after its reply (wall clock: \(Int((wallClock - replied) * 1000)) ms after the reply, \(Int((wallClock - before) * 1000)) ms after hearctl started)")
         #expect(latency <= 0.050, "level settled \(latency * 1000) ms after hearctl returned")
         let end = recording.samples.suffix(Int(rate / 10))
-        let final = Levels.dB(Levels.rms(end) / baseline)
+        let final = Signals.dB(Signals.rms(end) / baseline)
         #expect(abs(final - 6) <= 0.2, "final change \(final) dB")
         // No click: no step between samples larger than the settled sine's own largest step.
-        let ownStep = Levels.largestStep(end)
+        let ownStep = Signals.largestStep(end)
         let transition = recording.samples[start..<min(recording.samples.count, settled + 960)]
-        #expect(Levels.largestStep(transition) <= ownStep * 1.01, "step \(Levels.largestStep(transition)) vs the signal's \(ownStep)")
+        #expect(Signals.largestStep(transition) <= ownStep * 1.01, "step \(Signals.largestStep(transition)) vs the signal's \(ownStep)")
         #expect(recording.summary["allocations"] == 0)
 
         // Saved (debounced) and restored by a new host process.
@@ -62,7 +62,7 @@ import TestSupport
         #expect(try sandbox.value("gain", chain: 1) == 6)
         usleep(400_000)
         let restarted = try second.stop()
-        let restartedLevel = Levels.dB(Levels.rms(restarted.samples.suffix(Int(rate / 10))) / baseline)
+        let restartedLevel = Signals.dB(Signals.rms(restarted.samples.suffix(Int(rate / 10))) / baseline)
         #expect(abs(restartedLevel - 6) <= 0.2, "after the restart the output is \(restartedLevel) dB from the first baseline")
     }
 
@@ -189,8 +189,8 @@ import TestSupport
         let recording = try host.stop()
         #expect(recording.summary["nonfinite"] == 0)
         #expect(recording.summary["allocations"] == 0, "allocations on the audio thread: \(recording.summary)")
-        let baseline = Levels.rms(recording.samples(from: baselineEnd - 0.15, to: baselineEnd))
-        let final = Levels.dB(Levels.rms(recording.samples.suffix(4800)) / baseline)
+        let baseline = Signals.rms(recording.samples(from: baselineEnd - 0.15, to: baselineEnd))
+        let final = Signals.dB(Signals.rms(recording.samples.suffix(4800)) / baseline)
         #expect(abs(final - 3.5) <= 0.2, "final level change \(final) dB")
         #expect(recording.samples.allSatisfy { $0.isFinite })
     }

@@ -7,6 +7,7 @@ import Glibc
 import HearCLI
 import HearControl
 import HearDSP
+import TestSupport
 import Testing
 
 @Suite(.serialized) struct ControlFitTests {
@@ -87,7 +88,7 @@ import Testing
         let peak = underMPO.map(abs).max() ?? 0
         #expect(Double(peak) <= pow(10, -30.0 / 20), "peak \(20 * log10(Double(peak))) dBFS over an MPO of -30 dBFS")
         #expect(Double(peak) > pow(10, -31.0 / 20), "the MPO, not something else, should hold it")
-        let level = Levels.rms(recording.samples(from: capped, to: capped + 0.3))
+        let level = Signals.rms(recording.samples(from: capped, to: capped + 0.3))
         let gain = 20 * log10(level / (0.02 / 2.0.squareRoot()))
         #expect(gain <= 30.05, "the sine gains \(gain) dB with a cap of 30 dB")
         #expect(gain > 27, "the cap, not something else, should hold it: \(gain) dB")

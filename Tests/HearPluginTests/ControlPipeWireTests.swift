@@ -50,7 +50,7 @@ import TestSupport
             try fm.createDirectory(atPath: sandbox.config + "/wireplumber/bluetooth.lua.d", withIntermediateDirectories: true)
             try String(contentsOf: Built.root.appendingPathComponent("scripts/wireplumber-session.lua"), encoding: .utf8)
                 .write(toFile: sandbox.config + "/wireplumber/bluetooth.lua.d/80-hear-session.lua", atomically: true, encoding: .utf8)
-            try WAV.write(Signals.sine(frequency: 1000, rate: 48000, seconds: 60, amplitude: 0.05), rate: 48000, to: URL(fileURLWithPath: tone))
+            try WAVFile.write([Signals.sine(frequency: 1000, rate: 48000, seconds: 60, amplitude: 0.05)], rate: 48000, to: URL(fileURLWithPath: tone))
 
             let addressFile = sandbox.base + "/dbus-address"
             let bus = try ChildProcess("/usr/bin/dbus-daemon", ["--session", "--nofork", "--print-address=1"], stdout: addressFile)

@@ -271,19 +271,3 @@ final class RawClient {
         return lines
     }
 }
-
-enum Levels {
-    static func rms(_ samples: ArraySlice<Float>) -> Double {
-        guard !samples.isEmpty else { return 0 }
-        return (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(samples.count)).squareRoot()
-    }
-
-    static func dB(_ ratio: Double) -> Double { 20 * log10(ratio) }
-
-    static func largestStep(_ samples: ArraySlice<Float>) -> Float {
-        var largest: Float = 0
-        var previous = samples.first ?? 0
-        for sample in samples { largest = max(largest, abs(sample - previous)); previous = sample }
-        return largest
-    }
-}

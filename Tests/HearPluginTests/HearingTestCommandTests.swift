@@ -15,31 +15,10 @@ import TestSupport
     @Test func aSimulatedListenerThroughThePipeGetsItsThresholdsAndAFit() throws {
         let sandbox = try Sandbox()
         let resultPath = sandbox.base + "/test.json"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Built.hearctl)
-        process.arguments = ["hearing-test", "--no-sound", "--output", resultPath]
-        process.environment = sandbox.environment
-        let input = Pipe(), output = Pipe(), errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        var buffer = Data()
-        func line() -> String? {
-            while true {
-                if let newline = buffer.firstIndex(of: 0x0A) {
-                    let text = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    return text
-                }
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { return nil }
-                buffer += chunk
-            }
-        }
+        let conversation = try Conversation(Built.hearctl, ["hearing-test", "--no-sound", "--output", resultPath],
+                                            environment: sandbox.environment)
         var presentations = 0, silent = 0
-        while let text = line() {
+        while let text = conversation.readLine() {
             #expect(text.hasPrefix("tone ear="), "\(text)")
             let fields = Dictionary(uniqueKeysWithValues: text.split(separator: " ").dropFirst().compactMap { field -> (String, String)? in
                 let parts = field.split(separator: "=", maxSplits: 1)
@@ -55,11 +34,10 @@ import TestSupport
                 let level = try #require(Double(fields["level"] ?? ""), "\(text)")
                 heard = level >= (Self.thresholds[frequency] ?? 0)
             }
-            input.fileHandleForWriting.write(Data((heard ? "heard\n" : "no\n").utf8))
+            conversation.send(heard ? "heard" : "no")
         }
-        process.waitUntilExit()
-        let report = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(report)")
+        let (status, report) = conversation.finish()
+        #expect(status == 0, "\(report)")
         print("hearing-test through a pipe: \(presentations) presentations (\(silent) silent); its report:\n\(report)")
         #expect(report.contains("not a medical device") && report.contains("estimated dB HL") && report.contains("the test's own clock"))
         let minutes = try #require(report.firstMatch(of: /in (\d+) min (\d+) s/))

@@ -4,6 +4,7 @@
 import CLADSPA
 import Foundation
 import HearDSP
+import LADSPALoader
 
 enum PluginPath {
     /// `HEAR_PLUGIN`, else the release build in this package.
@@ -15,31 +16,11 @@ enum PluginPath {
     }
 }
 
-final class LADSPALibrary: @unchecked Sendable {
-    let handle: UnsafeMutableRawPointer
-    let descriptors: [UnsafePointer<LADSPA_Descriptor>]
-
-    init(path: String = PluginPath.built) throws {
-        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
-            throw HostError.load("dlopen \(path): \(String(cString: dlerror())) (run `make` first)")
-        }
-        self.handle = handle
-        guard let symbol = dlsym(handle, "ladspa_descriptor") else { throw HostError.load("no ladspa_descriptor") }
-        let function = unsafeBitCast(symbol, to: LADSPA_Descriptor_Function.self)
-        var found: [UnsafePointer<LADSPA_Descriptor>] = []
-        while let descriptor = function(UInt(found.count)) { found.append(descriptor) }
-        descriptors = found
+extension LADSPALibrary {
+    /// The built plugin, loaded once per test process, like a host does.
+    static let shared: Result<LADSPALibrary, Error> = Result {
+        do { return try LADSPALibrary(path: PluginPath.built) } catch { throw HostError.load("\(error) (run `make` first)") }
     }
-
-    func descriptor(_ label: String) throws -> UnsafePointer<LADSPA_Descriptor> {
-        guard let match = descriptors.first(where: { String(cString: $0.pointee.Label) == label }) else {
-            throw HostError.load("no label \(label)")
-        }
-        return match
-    }
-
-    /// Loaded once per test process, like a host does.
-    static let shared: Result<LADSPALibrary, Error> = Result { try LADSPALibrary() }
     static func load() throws -> LADSPALibrary { try shared.get() }
 }
 

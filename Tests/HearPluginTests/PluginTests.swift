@@ -2,6 +2,7 @@ import CLADSPA
 import CMallocCounter
 import Foundation
 import HearDSP
+import LADSPALoader
 import Testing
 import TestSupport
 

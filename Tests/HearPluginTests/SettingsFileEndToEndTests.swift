@@ -7,6 +7,7 @@
 import Foundation
 import Glibc
 import HearControl
+import TestSupport
 import Testing
 
 @Suite(.serialized) struct SettingsFileEndToEndTests {
@@ -69,7 +70,7 @@ import Testing
         let directory = sandbox.state + "/hear"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let state = sandbox.stateFile(chain: 1)
-        let dead = try deadPID()
+        let dead = try Command.exitedPID()
         let abandoned = [state + ".tmp-\(dead)-12345", state + ".tmp-\(dead)-678"]
         let live = state + ".tmp-\(getpid())-999"
         for path in abandoned + [live] { try "gain = 1\n".write(toFile: path, atomically: false, encoding: .utf8) }
@@ -98,14 +99,5 @@ import Testing
         let after = try sandbox.hearctl("status")
         #expect(after.status == 0 && !after.stdout.contains("Not a directory"), "a cleared condition is still reported: \(after.stdout)")
         _ = try host.stop()
-    }
-
-    /// The pid of a process that has exited and been reaped.
-    private func deadPID() throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/true")
-        try process.run()
-        process.waitUntilExit()
-        return process.processIdentifier
     }
 }

@@ -27,7 +27,7 @@ import TestSupport
     }
 
     /// Noise floor (dBFS RMS, 4.0 to 4.9 s into the sample) and speech-to-noise ratio (dB).
-    static func figures(_ recording: Recording) throws -> (noise: Double, snr: Double) {
+    static func figures(_ recording: WAVAudio) throws -> (noise: Double, snr: Double) {
         let samples = recording.samples, rate = Double(recording.rate)
         guard let start = samples.firstIndex(where: { abs($0) > 1e-6 }) else { throw IntegrationError("silent recording") }
         let at = { (seconds: Double) in start + Int(seconds * rate) }

@@ -5,6 +5,7 @@
 // "hear_test_mic", the default microphone; "hear_test_speaker", the default output, is a null sink.
 
 import Foundation
+import TestSupport
 
 final class PipeWireSession: @unchecked Sendable {
     let processes: Processes
@@ -167,7 +168,7 @@ final class PipeWireSession: @unchecked Sendable {
     /// `before` runs once the recorder is linked (the chain is running), before the file plays;
     /// `during` runs while the graph is still running, after the file has played.
     func record(from source: String, monitor: Bool = false, channels: Int, playing file: URL, into sink: String,
-                name: String, before: (() throws -> Void)? = nil, during: (() throws -> Void)? = nil) throws -> Recording {
+                name: String, before: (() throws -> Void)? = nil, during: (() throws -> Void)? = nil) throws -> WAVAudio {
         let output = root.appendingPathComponent(name + ".wav")
         let recorderName = "hear_test_recorder_\(name)"
         let props = "{ node.name = \(recorderName) \(monitor ? "stream.capture.sink = true" : "") }"

@@ -3,19 +3,14 @@
 
 import CLADSPA
 import Foundation
+import LADSPALoader
 
 enum PluginPorts {
     static func controlInputs(label: String, plugin: String = Repository.plugin) throws -> [String] {
-        guard let handle = dlopen(plugin, RTLD_NOW | RTLD_LOCAL) else {
-            throw IntegrationError("dlopen \(plugin): \(String(cString: dlerror())) (run `make` first)")
-        }
-        defer { dlclose(handle) }
-        guard let symbol = dlsym(handle, "ladspa_descriptor") else { throw IntegrationError("no ladspa_descriptor") }
-        let function = unsafeBitCast(symbol, to: LADSPA_Descriptor_Function.self)
-        var index: UInt = 0
-        while let descriptor = function(index) {
-            index += 1
-            guard String(cString: descriptor.pointee.Label) == label else { continue }
+        let library: LADSPALibrary
+        do { library = try LADSPALibrary(path: plugin) } catch { throw IntegrationError("\(error) (run `make` first)") }
+        defer { library.close() }
+        for descriptor in library.descriptors where String(cString: descriptor.pointee.Label) == label {
             return (0..<Int(descriptor.pointee.PortCount)).compactMap { port in
                 let kind = descriptor.pointee.PortDescriptors[port]
                 guard kind & LADSPA_PORT_CONTROL != 0, kind & LADSPA_PORT_INPUT != 0,

@@ -3,6 +3,7 @@
 // "hear_test_mic", whose monitor is the default microphone), then the repository's hear.pa.
 
 import Foundation
+import TestSupport
 
 final class PulseAudioSession: @unchecked Sendable {
     let processes: Processes
@@ -58,7 +59,7 @@ final class PulseAudioSession: @unchecked Sendable {
     }
 
     /// Records from `source` (a sink's monitor is `SINK.monitor`) while `file` plays into `sink`.
-    func record(from source: String, channels: Int, playing file: URL, into sink: String, name: String) throws -> Recording {
+    func record(from source: String, channels: Int, playing file: URL, into sink: String, name: String) throws -> WAVAudio {
         let output = root.appendingPathComponent(name + ".wav")
         let recorder = try processes.start(
             "parec", ["-d", source, "--latency-msec=20", "--format=float32le", "--rate=48000", "--channels=\(channels)", "--file-format=wav",

@@ -105,14 +105,26 @@ public enum Command {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// posix_spawn with stdin from /dev/null, stdout and stderr on the given descriptors (they may
-    /// be the same one), every other descriptor closed, an empty signal mask and default handlers.
+    /// The pid of a process that has exited and been reaped (/bin/true): a pid nothing owns.
+    public static func exitedPID() throws -> pid_t {
+        let child = try ChildProcess("/bin/true", [])
+        child.waitUntilExit()
+        return child.pid
+    }
+
+    /// posix_spawn with stdin from `stdin` (/dev/null where nil), stdout and stderr on the given
+    /// descriptors (they may be the same one), every other descriptor closed, an empty signal mask
+    /// and default handlers.
     static func spawn(_ path: String, _ arguments: [String], environment: [String: String],
-                      stdout: Int32, stderr: Int32) throws -> pid_t {
+                      stdin: Int32? = nil, stdout: Int32, stderr: Int32) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let stdin {
+            posix_spawn_file_actions_adddup2(&actions, stdin, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         posix_spawn_file_actions_adddup2(&actions, stdout, 1)
         posix_spawn_file_actions_adddup2(&actions, stderr, 2)
         // Not in Swift's Glibc module (_GNU_SOURCE only).
@@ -170,8 +182,9 @@ public final class ChildProcess: @unchecked Sendable {
         try self.init(path: path, arguments, environment: environment, stdout: out, stderr: err)
     }
 
-    init(path: String, _ arguments: [String], environment: [String: String], stdout: Int32, stderr: Int32) throws {
-        pid = try Command.spawn(path, arguments, environment: environment, stdout: stdout, stderr: stderr)
+    init(path: String, _ arguments: [String], environment: [String: String], stdin: Int32? = nil,
+         stdout: Int32, stderr: Int32) throws {
+        pid = try Command.spawn(path, arguments, environment: environment, stdin: stdin, stdout: stdout, stderr: stderr)
         command = ([path] + arguments).joined(separator: " ")
     }
 
@@ -233,5 +246,84 @@ public final class ChildProcess: @unchecked Sendable {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return Double(time.tv_sec) + Double(time.tv_nsec) * 1e-9
+    }
+}
+
+/// A program the test talks to line by line: its stdin and stdout are pipes, its stderr an
+/// unnamed file read at the end. The descriptors close, and the program is killed if it still
+/// runs, when this goes.
+public final class Conversation: @unchecked Sendable {
+    public let child: ChildProcess
+    private var toChild: Int32
+    private let fromChild: Int32
+    private let errors: Int32
+    private var buffer: [UInt8] = []
+
+    public init(_ tool: String, _ arguments: [String],
+                environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        // A program that ends early must fail the test, not kill it: a write to its closed stdin
+        // returns EPIPE instead of raising SIGPIPE (children get the default action back at spawn).
+        signal(SIGPIPE, SIG_IGN)
+        var input: [Int32] = [0, 0], output: [Int32] = [0, 0]
+        // (pipe2 is not in Swift's Glibc module; another test's spawn in between closes every
+        // descriptor above 2 in its child anyway.)
+        guard pipe(&input) == 0 else { throw ProcessFailure("pipe: \(String(cString: strerror(errno)))") }
+        guard pipe(&output) == 0 else {
+            close(input[0]); close(input[1])
+            throw ProcessFailure("pipe: \(String(cString: strerror(errno)))")
+        }
+        for fd in input + output { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        errors = try Command.anonymousFile()
+        do {
+            child = try ChildProcess(path: try Command.which(tool), arguments, environment: environment,
+                                     stdin: input[0], stdout: output[1], stderr: errors)
+        } catch {
+            for fd in input + output + [errors] { close(fd) }
+            throw error
+        }
+        close(input[0])
+        close(output[1])
+        toChild = input[1]
+        fromChild = output[0]
+    }
+
+    deinit {
+        if toChild >= 0 { close(toChild) }
+        close(fromChild)
+        close(errors)
+    }
+
+    /// The next line the program writes (without its newline); nil at the end of its output.
+    public func readLine() -> String? {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                buffer.removeSubrange(...newline)
+                return line
+            }
+            let count = chunk.withUnsafeMutableBytes { read(fromChild, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return nil }
+            buffer += chunk[0..<count]
+        }
+    }
+
+    /// Writes `line` and a newline to the program's stdin.
+    public func send(_ line: String) {
+        var bytes = Array((line + "\n").utf8)[...]
+        while !bytes.isEmpty {
+            let count = bytes.withUnsafeBytes { write(toChild, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return }
+            bytes = bytes.dropFirst(count)
+        }
+    }
+
+    /// Closes the program's stdin, waits for it to end (killed after `timeout` s): its status and stderr.
+    public func finish(timeout: Double = 30) -> (status: Int32, stderr: String) {
+        if toChild >= 0 { close(toChild); toChild = -1 }
+        if !child.wait(timeout: timeout) { child.stop(signal: SIGKILL) }
+        return (child.status ?? -1, Command.contents(of: errors))
     }
 }

@@ -96,6 +96,17 @@ public enum Signals {
 
     public static func dB(_ ratio: Double) -> Double { 20 * log10(ratio) }
 
+    /// The largest step between neighbouring samples: a click shows up as a step no smooth signal makes.
+    public static func largestStep(_ samples: ArraySlice<Float>) -> Float {
+        var top: Float = 0
+        var previous = samples.first ?? 0
+        for x in samples.dropFirst() {
+            top = max(top, abs(x - previous))
+            previous = x
+        }
+        return top
+    }
+
     /// Block sizes that cover `total`: the given size repeated, or seeded random sizes in 1...4096 for 0.
     public static func blocks(total: Int, size: Int, seed: UInt64 = 7) -> [Int] {
         var random = SeededRandom(seed: seed)

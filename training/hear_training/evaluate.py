@@ -31,6 +31,7 @@ Metrics, on the utterance after a 1 s noise lead-in (every method gets the same 
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -429,9 +430,23 @@ def main():
                    f"{chain['learned, 32-sample blocks'] / chain['learned, 1024-sample blocks']:.2f}x")
     counts = " + ".join(f"{len(s['clips'])} {key}" for key, s in sets.items())
     report += f"\n\n{counts} clips; evaluation took {time.time() - started:.0f} s."
+    report = provenance(root) + "\n\n" + report
     print(report)
     with open(args.output, "w") as f:
         f.write(report + "\n")
+
+
+def provenance(root):
+    """The report's first lines: what produced it, on which build (a report is the one place the
+    docs' figures come from: `make eval-results` writes docs/results/, IntegrationTests'
+    DocumentFiguresTests checks the docs against it)."""
+    command = "python -m hear_training.evaluate " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    git = lambda *a: subprocess.run(["git", "-C", root, *a], capture_output=True, text=True).stdout.strip()
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = " with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else ""
+    return (f"<!-- Written by `{command.strip()}`; not edited by hand. -->\n"
+            f"Measured {time.strftime('%Y-%m-%d', time.gmtime())} at commit {commit}{dirty}, "
+            f"{os.cpu_count()} cores: `{command.strip()}`.")
 
 
 if __name__ == "__main__":

@@ -38,18 +38,21 @@ package struct KeyClickLimit: ~Copyable {
     let shortHigh: Int
     let limitLow: Int
 
-    /// How far a short bin must stand above its envelope, and fall after, to count as a click.
-    static let clickRise: Float = 7.943282  // 9 dB
-    static let clickFall: Float = 0.5  // 3 dB
+    /// How far a short bin's power must stand above its envelope (9 dB), and fall after (to half
+    /// of it, 3 dB), to count as a click.
+    static let clickRiseDB = 9.0
+    static let clickFall: Float = 0.5
     /// How fast the short envelope falls (1.5 dB a frame): it holds over a pitch period, so a
     /// voice's glottal pulses, which rise and fall within a hop in so short a window, seldom count.
-    static let shortEnvelopeFall: Float = 0.70794576
+    static let shortEnvelopeFallDB = -1.5
     static let broadbandShare: Float = 0.25
     static let gateShut: Float = 0.5
     static let armCount: Float = 3
     static let armSeconds = 2.0
     /// The limit: a bin's power may rise 3 dB a frame above its envelope.
-    static let rise: Float = 1.9952623
+    static let riseDB = 3.0
+    /// The three above as power ratios.
+    let clickRise: Float, shortEnvelopeFall: Float, rise: Float
     static let lowHz = 1500.0, shareHighHz = 9000.0
     static let envelopeStart: Float = 1e30
 
@@ -67,6 +70,9 @@ package struct KeyClickLimit: ~Copyable {
         shortHigh = max(shortLow, min(truncatedInt(Self.shareHighHz / shortHz), shortBins &- 1))
         limitLow = max(1, min(truncatedInt(Self.lowHz / (sampleRate / Double(n))), bins))
         armDecay = Float(LibM.exp(-Double(m) / sampleRate / Self.armSeconds))
+        clickRise = Float(Decibels.toPower(Self.clickRiseDB))
+        shortEnvelopeFall = Float(Decibels.toPower(Self.shortEnvelopeFallDB))
+        rise = Float(Decibels.toPower(Self.riseDB))
         window = arena.floats(size)
         for j in upTo(2 &* m) { window[j] = Float(0.5 - 0.5 * LibM.cos(2 * Double.pi * (Double(j) + 0.5) / Double(2 &* m))) }
         scratch = arena.floats(size)
@@ -101,14 +107,14 @@ package struct KeyClickLimit: ~Copyable {
         var clicks = 0
         for j in loop(from: shortLow, upTo: shortHigh &+ 1) {
             let p = previous[j]
-            if p > Self.clickRise * shortEnvelope[j] && current[j] < Self.clickFall * p { clicks &+= 1 }
+            if p > clickRise * shortEnvelope[j] && current[j] < Self.clickFall * p { clicks &+= 1 }
         }
         arming *= armDecay
         let broadband = clicks > 0 && Float(clicks) >= Self.broadbandShare * Float(shortHigh &- shortLow &+ 1)
         if broadband && previousOpenness < Self.gateShut { arming += 1 }
         for j in upTo(shortBins) {
             let e = shortEnvelope[j]
-            shortEnvelope[j] = max(min(previous[j], Self.clickRise * e), e * Self.shortEnvelopeFall)
+            shortEnvelope[j] = max(min(previous[j], clickRise * e), e * shortEnvelopeFall)
             previous[j] = current[j]
         }
         previousOpenness = openness
@@ -118,7 +124,7 @@ package struct KeyClickLimit: ~Copyable {
     /// strength, so switching glides) and moves the envelope on with this frame's `power`.
     @inline(__always) func limit(_ mask: UnsafeMutablePointer<Float>, power: UnsafePointer<Float>, floorGain: Float,
                                  weight: Float) {
-        let rise = Self.rise
+        let rise = self.rise
         if armed && weight > 0 {
             for k in loop(from: limitLow, upTo: bins) {
                 let p = power[k], e = envelope[k]

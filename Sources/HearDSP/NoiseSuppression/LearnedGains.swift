@@ -112,20 +112,19 @@ struct LearnedGains: ~Copyable {
         bands.average(binScratch, into: bandClean)
         bands.average(framePower, into: bandEnergy)
         let f = model.features
-        let toDB: Float = 3.0103  // 10 log10(x) = 3.0103 log2(x)
         for b in upTo(count) {
             let has: Float = bands.inverseWeight[b] > 0 ? 1 : 0
             let power = bandEnergy[b]
             let level = levelScale * power
             bandEnergy[b] = level
-            let levelDB = max(toDB * FastMath.log2(max(level, 1e-30)), Self.levelFloorDB)
+            let levelDB = max(Decibels.fastFromPower(max(level, 1e-30)), Self.levelFloorDB)
             let feature = (levelDB + 50) * 0.05
             f[b] = feature
             f[count + b] = has * min(max(feature - previousLevel[b], -2), 2)
             previousLevel[b] = feature
             let noiseFloor = max(bandNoise[b], 1e-30)
-            let posterior = toDB * FastMath.log2(max(power, 1e-30) / noiseFloor) * 0.05
-            let priori = toDB * FastMath.log2(max(bandClean[b], 1e-30) / noiseFloor) * 0.05
+            let posterior = Decibels.fastFromPower(max(power, 1e-30) / noiseFloor) * 0.05
+            let priori = Decibels.fastFromPower(max(bandClean[b], 1e-30) / noiseFloor) * 0.05
             f[2 * count + b] = has * min(max(posterior, -1), 3)
             f[3 * count + b] = has * min(max(priori, -1.25), 3)
         }

@@ -111,7 +111,7 @@ struct NoiseEstimate {
         trackMinimum()
         var total: Float = 0
         for k in upTo(stats.count) { total += stats.weight[k] * noise[k] }
-        noiseFloorDB = 10 * 0.30103 * FastMath.log2(max(total * powerNormalization, 1e-14))
+        noiseFloorDB = Decibels.fastFromPower(max(total * powerNormalization, 1e-14))
         framesSinceReset &+= 1
     }
 

@@ -161,7 +161,7 @@ public struct NoiseSuppressor: ~Copyable {
         // noise. At 50 the gain rule reads the estimate 1.25 dB low: quiet parts of speech keep more
         // of themselves (STOI and PESQ-WB in `make eval`). Lower still fails the CI test's 8 dB SNR
         // improvement at 48 and 96 kHz.
-        noiseScale = Float(LibM.exp(((Double(values[.nsSensitivity]) - 50) / 50 * 6 - 1.25) * 0.23025850929940458))
+        noiseScale = Float(Decibels.toPower((Double(values[.nsSensitivity]) - 50) / 50 * 6 - 1.25))
     }
 
     @_noLocks public mutating func reset() {

@@ -10,6 +10,9 @@ public enum Decibels {
     /// The linear gain of `db`: 10^(dB / 20).
     @inline(__always) public static func toGain(_ db: Double) -> Double { LibM.pow(10, db / 20) }
 
+    /// The power ratio of `db`: 10^(dB / 10).
+    @inline(__always) public static func toPower(_ db: Double) -> Double { LibM.pow(10, db / 10) }
+
     /// The level of a linear gain or amplitude in dB: 20 log10(gain).
     @inline(__always) public static func fromGain(_ gain: Double) -> Double { 20 * LibM.log10(gain) }
 
@@ -18,6 +21,11 @@ public enum Decibels {
 
     /// The level of a power (a squared amplitude) in dB: 10 log10(power).
     @inline(__always) public static func fromPower(_ power: Double) -> Double { 10 * LibM.log10(power) }
+
+    /// Per frame or sample: 10 log10(power) for power > 0 (normal floats), within 1e-4 dB.
+    @inline(__always) public static func fastFromPower(_ power: Float) -> Float {
+        3.010299956639812 * FastMath.log2(power)
+    }
 
     /// Per sample: 20 log10(gain) for gain > 0 (normal floats), within 1e-4 dB.
     @inline(__always) public static func fastFromGain(_ gain: Float) -> Float {
