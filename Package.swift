@@ -49,17 +49,17 @@ let package = Package(
         // the chains PipeWire drop-ins configure, the built-in presets and the tone measurement `fit`
         // checks with. The plugin never links it. No Foundation, so it links into hearctl's static
         // build and into the tests alike.
-        .target(name: "HearCLI", dependencies: ["HearControl", "HearDSP", "CSPAJSON"]),
+        .target(name: "HearctlCore", dependencies: ["HearControl", "HearDSP", "CSPAJSON"]),
         .executableTarget(
             name: "hearctl",
-            dependencies: ["HearCLI", "HearControl", "HearDSP", "HearSystem", "CPipeWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["HearctlCore", "HearControl", "HearDSP", "HearSystem", "CPipeWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             // Self-contained: the Swift runtime and Foundation linked in, so it runs without a toolchain
             // (compiled with the flag too, so that the static Foundation's modules name their libraries).
             swiftSettings: [.unsafeFlags(["-static-stdlib"])],
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),
         // Test helpers: signals and measurements, the one seeded random generator, the one process runner.
-        .target(name: "TestSupport", dependencies: ["HearDSP", "HearControl", "HearCLI"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["HearDSP", "HearControl", "HearctlCore"], path: "Tests/TestSupport"),
         // A heap-allocation counter (malloc interposed), for the host and the plugin tests.
         .target(name: "CMallocCounter"),
         // Training features for the learned noise suppressor, computed by the suppressor itself (`make train`).
@@ -69,11 +69,11 @@ let package = Package(
         .executableTarget(name: "hear-host", dependencies: ["CLADSPA", "LADSPALoader", "CMallocCounter", "HearSystem"]),
         // Loading a LADSPA plugin as a host does (dlopen, its descriptors): hear-host and the tests.
         .target(name: "LADSPALoader", dependencies: ["CLADSPA"]),
-        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "HearControl", "HearCLI", "CHearModel", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "HearCLI", "HearSystem", "CLADSPA", "LADSPALoader", "CMallocCounter", "TestSupport"]),
+        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "HearControl", "HearctlCore", "CHearModel", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "HearctlCore", "HearSystem", "CLADSPA", "LADSPALoader", "CMallocCounter", "TestSupport"]),
         .testTarget(name: "HearSystemTests", dependencies: ["HearSystem"]),
         .testTarget(name: "HearControlTests", dependencies: ["HearControl", "HearDSP", "TestSupport"]),
-        .testTarget(name: "HearCLITests", dependencies: ["HearCLI", "HearControl", "HearDSP", "TestSupport"]),
+        .testTarget(name: "HearctlCoreTests", dependencies: ["HearctlCore", "HearControl", "HearDSP", "TestSupport"]),
         // The conf.d drop-ins in a real PipeWire and PulseAudio that the tests start and stop themselves.
         .testTarget(name: "IntegrationTests", dependencies: ["HearDSP", "CLADSPA", "LADSPALoader", "TestSupport"]),
     ],

@@ -10,9 +10,6 @@ extension Meter {
     /// The field in an `instance` line.
     public var key: String { String(describing: spec.key) }
 
-    /// The name in hearctl's JSON, split at its dots (`input.peak` -> ["input", "peak"]).
-    public var namePath: [String] { String(describing: spec.name).split(separator: ".").map(String.init) }
-
     /// True when every window reads a value (a level or reduction); false for what a stage that is off leaves unmeasured.
     public var measuredAlways: Bool { spec.accumulation != .latest }
 

@@ -43,12 +43,5 @@ public enum SettingsPath {
         return nil
     }
 
-    /// `$XDG_CONFIG_HOME/hear/presets`, else `~/.config/hear/presets`.
-    public static func presetDirectory(environment: (String) -> String?) -> String? {
-        if let config = environment("XDG_CONFIG_HOME"), config.hasPrefix("/") { return SocketPath.trimmed(config) + "/hear/presets" }
-        if let home = environment("HOME"), home.hasPrefix("/") { return SocketPath.trimmed(home) + "/.config/hear/presets" }
-        return nil
-    }
-
     public static func stateFileName(chain: Int) -> String { ChainName.name(chain) + ".conf" }
 }

@@ -1,7 +1,7 @@
 // Which chains exist, and the one a change goes to.
 //
 // A chain exists when a control socket reports an instance of it (running, or idle: the host
-// holds it but does not run it), or when a PipeWire drop-in configures it (HearCLI/DropIns:
+// holds it but does not run it), or when a PipeWire drop-in configures it (HearctlCore/DropIns:
 // a filter-chain node with label hear_mono/hear_stereo or plugin libhear.so; its "chain" control
 // is the number). A configured chain without an instance is suspended: PipeWire's filter-chain
 // drops the plugin while the node sleeps and makes a new instance when an app uses it. Changes
@@ -15,7 +15,7 @@
 
 import Foundation
 import Glibc
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 import HearSystem
@@ -55,7 +55,7 @@ enum ConfiguredChains {
         return result
     }
 
-    private static let warned = Mutex<Swift.Set<String>>([])
+    private static let warned = Mutex<Set<String>>([])
 
     static func warn(_ path: String, _ reason: String) {
         guard warned.withLock({ $0.insert(path).inserted }) else { return }
@@ -93,8 +93,8 @@ struct Chains {
 
     init(_ option: ChainOption) throws { try self.init(timeout: option.timeout) }
 
-    var running: [Int] { Array(Swift.Set(statuses.map(\.status.chain).filter { $0 >= 0 })).sorted() }
-    var known: [Int] { Array(Swift.Set(running + configured.keys)).sorted() }
+    var running: [Int] { Array(Set(statuses.map(\.status.chain).filter { $0 >= 0 })).sorted() }
+    var known: [Int] { Array(Set(running + configured.keys)).sorted() }
     func isRunning(_ chain: Int) -> Bool { statuses.contains { $0.status.chain == chain } }
     func state(_ chain: Int) -> String { isRunning(chain) ? "running" : "suspended" }
 
@@ -209,7 +209,7 @@ struct Chains {
 extension Chains {
     /// Waits until every process hosting `chain` has its changes on disk.
     func sync(_ chain: Int) throws {
-        let pids = Swift.Set(statuses.filter { $0.status.chain == chain }.map(\.pid))
+        let pids = Set(statuses.filter { $0.status.chain == chain }.map(\.pid))
         for connection in target.connections where pids.contains(connection.pid) { _ = try connection.send(.sync) }
     }
 }

@@ -12,7 +12,7 @@
 
 import Foundation
 import Glibc
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 import HearSystem

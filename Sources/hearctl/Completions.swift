@@ -5,7 +5,7 @@
 // `hearctl ---completion ...`, which ends in the closures here).
 
 import ArgumentParser
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 
@@ -33,7 +33,7 @@ enum Complete {
     }
 
     static func chainNames() -> [String] {
-        var numbers = Swift.Set(ConfiguredChains.load().keys)
+        var numbers = Set(ConfiguredChains.load().keys)
         if let chains = try? Chains(timeout: 0.5) { numbers.formUnion(chains.running) }
         // Nothing known yet: the two chains `hearctl enable` makes.
         if numbers.isEmpty { return [ChainName.name(1), ChainName.name(2)] }
@@ -41,7 +41,7 @@ enum Complete {
     }
 
     static func presetNames() -> [String] {
-        Array(Swift.Set(Preset.builtIn.map(\.name) + PresetStore.userNames())).sorted()
+        Array(Set(Preset.builtIn.map(\.name) + PresetStore.userNames())).sorted()
     }
 
     /// The words after `set` with options and their values left out decide: an even count of

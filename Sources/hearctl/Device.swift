@@ -12,7 +12,7 @@ import ArgumentParser
 import CPipeWire
 import Foundation
 import Glibc
-import HearCLI
+import HearctlCore
 import HearControl
 import HearSystem
 

@@ -10,7 +10,7 @@
 
 import ArgumentParser
 import Foundation
-import HearCLI
+import HearctlCore
 import HearControl
 import HearSystem
 
@@ -178,7 +178,7 @@ enum KeptFiles {
         let environment = Discovery.environment
         var lines: [String] = []
         for (what, directory) in [("saved settings", SettingsPath.stateDirectory(environment: environment)),
-                                  ("your presets", SettingsPath.presetDirectory(environment: environment))] {
+                                  ("your presets", Preset.userDirectory(environment: environment))] {
             guard let directory, let names = try? FileManager.default.contentsOfDirectory(atPath: directory), !names.isEmpty else { continue }
             lines.append("kept \(what) in \(directory)/ (\(names.sorted().joined(separator: ", "))); remove them with: rm -r \(quoted(directory))")
         }

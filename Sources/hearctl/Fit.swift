@@ -1,11 +1,11 @@
-// hearctl fit: a hearing profile from an audiogram per ear. The prescription (HearCLI/Fitting)
+// hearctl fit: a hearing profile from an audiogram per ear. The prescription (HearctlCore/Fitting)
 // sets the six-band compressor's gains and ratios; what the filter then delivers is measured by
 // running tones through the DSP itself, in this process, with every setting the chain has. The
 // fit is sent to the chain (which saves it with its settings) and saved as a preset.
 
 import ArgumentParser
 import Foundation
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 import HearSystem

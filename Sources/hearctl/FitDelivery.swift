@@ -3,7 +3,7 @@
 
 import ArgumentParser
 import Foundation
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 import HearSystem

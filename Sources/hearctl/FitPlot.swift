@@ -2,7 +2,7 @@
 // dB HL), the target gain and the gain the filter delivers, over 250-8000 Hz on a log axis.
 
 import Foundation
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 

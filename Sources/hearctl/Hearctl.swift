@@ -36,7 +36,7 @@ struct Hearctl: ParsableCommand {
                           --right 250:15,500:20,1000:30,2000:45,4000:55
             """,
         version: "hearctl \(versionNumber) (protocol \(Protocol.tag))",
-        subcommands: [Status.self, List.self, Get.self, Set.self, Bypass.self, Toggle.self, Reset.self, PresetCommand.self, Meter.self,
+        subcommands: [Status.self, List.self, Get.self, SetCommand.self, Bypass.self, Toggle.self, Reset.self, PresetCommand.self, MeterCommand.self,
                       Tune.self, Fit.self, HearingTestCommand.self, Device.self, Enable.self, Disable.self, Version.self]
     )
 
@@ -100,13 +100,13 @@ extension Hearctl {
             let chains = try Chains(target)
             graph.runningBlocks = chains.statuses.filter { $0.status.running && $0.status.block > 0 }.map(\.status.block)
             let graphChains = graph.chains.map(\.number)
-            let shown = Array(Swift.Set(chains.known + graphChains)).sorted().filter { target.number == nil || $0 == target.number }
+            let shown = Array(Set(chains.known + graphChains)).sorted().filter { target.number == nil || $0 == target.number }
             if shown.isEmpty {
                 if let number = target.number, !chains.known.isEmpty { throw chains.unknown(number) }
                 throw Discovery.notRunning()
             }
             let statuses = chains.statuses.filter { shown.contains($0.status.chain) }
-            let notices = Array(Swift.Set(statuses.flatMap(\.notices))).sorted()
+            let notices = Array(Set(statuses.flatMap(\.notices))).sorted()
             // A chain without an instance: PipeWire's node state when it shows one, else suspended.
             let idle = shown.filter { !chains.isRunning($0) }.map { number -> (chain: Int, state: String, label: String) in
                 let node = graph.chains.first { $0.number == number }

@@ -1,4 +1,4 @@
-// hearctl hearing-test: the pure-tone test of HearCLI/HearingTest.swift, played through PipeWire
+// hearctl hearing-test: the pure-tone test of HearctlCore/HearingTest.swift, played through PipeWire
 // to the device the listener uses (never through hear's own chain: the tones go to the device
 // itself, so the filter does not shape them), answered with the space bar, or through a pipe:
 // each presentation is a line on stdout (`tone ear=right frequency=1000 level=-40` or
@@ -9,7 +9,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 import HearSystem

@@ -6,8 +6,9 @@ import HearControl
 import HearDSP
 
 extension Hearctl {
-    struct Meter: ParsableCommand {
+    struct MeterCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "meter",
             abstract: "Show live input/output levels and gain reduction until interrupted (Ctrl-C).",
             discussion: """
                 A suspended chain reads as idle until an app uses it. On a terminal the bars are redrawn in \
@@ -80,7 +81,7 @@ extension Hearctl {
         }
 
         /// The meters `bars` draws a line of its own for.
-        static let drawn: Swift.Set<HearDSP.Meter> = [.inputPeak, .inputRMS, .outputPeak, .outputRMS, .compressorReduction,
+        static let drawn: Set<Meter> = [.inputPeak, .inputRMS, .outputPeak, .outputRMS, .compressorReduction,
                                                       .limiterReduction, .noiseFloor, .speechProbability]
 
         static func bars(pid: Int32, _ status: InstanceStatus) -> [String] {

@@ -5,6 +5,7 @@
 
 import Foundation
 import Glibc
+import HearctlCore
 import HearControl
 import HearDSP
 

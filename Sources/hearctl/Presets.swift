@@ -1,17 +1,17 @@
-// hearctl preset: built-in presets (HearCLI/Preset.swift) and the user's own in
+// hearctl preset: built-in presets (HearctlCore/Preset.swift) and the user's own in
 // $XDG_CONFIG_HOME/hear/presets/NAME.conf (the settings text format). A user preset with a
 // built-in's name takes its place.
 
 import ArgumentParser
 import Foundation
 import Glibc
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 import HearSystem
 
 enum PresetStore {
-    static var directory: String? { SettingsPath.presetDirectory(environment: Discovery.environment) }
+    static var directory: String? { Preset.userDirectory(environment: Discovery.environment) }
 
     static func path(_ name: String) -> String? { directory.map { "\($0)/\(name).conf" } }
 

@@ -6,8 +6,9 @@ import HearControl
 import HearDSP
 
 extension Hearctl {
-    struct Set: ParsableCommand {
+    struct SetCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "set",
             abstract: "Set parameters on a chain: PARAM VALUE [PARAM VALUE ...].",
             discussion: """
                 Values may carry a unit of the parameter's kind: dB for levels, Hz, kHz or k for \

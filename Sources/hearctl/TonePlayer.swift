@@ -4,7 +4,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 import HearSystem

@@ -173,7 +173,7 @@ struct TuneSession {
         guard let (pid, status) = statuses.first else {
             return ["meters: idle" + (chains.known.contains(chain) ? " (suspended: no app uses the chain)" : "")]
         }
-        var lines = Hearctl.Meter.bars(pid: pid, status)
+        var lines = Hearctl.MeterCommand.bars(pid: pid, status)
         lines[0] = "meters \(lines[0])"
         if status.meters[.noiseFloor] == nil { lines.append("  noise    floor n/a (noise suppression off)") }
         if status.meters[.speechProbability] == nil { lines.append("  speech   n/a (noise suppression off)") }

@@ -1,7 +1,7 @@
 // `hearctl tune`'s keys: decoded from the bytes a terminal sends, and what each one does.
 
 import Foundation
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 

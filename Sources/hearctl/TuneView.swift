@@ -4,7 +4,7 @@
 // chain; this file only decides.
 
 import Foundation
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 

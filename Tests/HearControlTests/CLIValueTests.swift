@@ -1,6 +1,6 @@
 // What hearctl shows and accepts: values rounded to their parameter's precision, units on input
 // checked against the schema unit, and reset to configured values (the drop-ins that configure
-// them: HearCLITests/DropInTests).
+// them: HearctlCoreTests/DropInTests).
 
 import Foundation
 import HearControl

@@ -223,11 +223,10 @@ import TestSupport
         #expect(SocketPath.pid(socketName: "other.sock") == nil)
     }
 
-    @Test func stateAndPresetDirectories() {
+    @Test func stateDirectoryAndFileNames() {
         #expect(SettingsPath.stateDirectory(environment: { ["XDG_STATE_HOME": "/s"][$0] }) == "/s/hear")
         #expect(SettingsPath.stateDirectory(environment: { ["HOME": "/home/a"][$0] }) == "/home/a/.local/state/hear")
         #expect(SettingsPath.stateDirectory(environment: { _ in nil }) == nil)
-        #expect(SettingsPath.presetDirectory(environment: { ["XDG_CONFIG_HOME": "/c"][$0] }) == "/c/hear/presets")
         #expect(SettingsPath.stateFileName(chain: 1) == "mic.conf")
         #expect(SettingsPath.stateFileName(chain: 7) == "chain7.conf")
     }

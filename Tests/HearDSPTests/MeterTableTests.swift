@@ -1,3 +1,4 @@
+import HearctlCore
 import HearControl
 import HearDSP
 import Testing

@@ -6,7 +6,7 @@
 // has a default mentions it again.
 
 import Foundation
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 import Testing
@@ -108,7 +108,7 @@ import TestSupport
         try Built.require()
         let all = try arguments()
         #expect(all.count > 50 && all.contains { $0.command == ["fit"] && $0.argument["valueName"] as? String == "chain" })
-        var commands = Swift.Set<[String]>()
+        var commands = Set<[String]>()
         for (command, argument) in all {
             commands.insert(command)
             let help = argument["abstract"] as? String ?? ""

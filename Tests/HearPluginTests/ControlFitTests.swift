@@ -4,7 +4,7 @@
 
 import Foundation
 import Glibc
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 import TestSupport

@@ -1,5 +1,5 @@
 // Running a chain over whole signals in blocks, as a host does: the DSP tests and the fitting
-// tests (HearCLITests) measure what the chain delivers.
+// tests (HearctlCoreTests) measure what the chain delivers.
 
 import HearDSP
 

@@ -1,7 +1,7 @@
 // Test signals and measurements shared by the test targets. Deterministic: every generator is seeded.
 
 import Foundation
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 
@@ -82,7 +82,7 @@ public enum Signals {
         return out.map { $0 / top * peak }
     }
 
-    /// Amplitude of the `frequency` component (a sine and cosine fit; see HearCLI's ToneLevel).
+    /// Amplitude of the `frequency` component (a sine and cosine fit; see HearctlCore's ToneLevel).
     public static func amplitude(of samples: ArraySlice<Float>, frequency: Double, rate: Double) -> Double {
         ToneLevel.amplitude(of: samples, frequency: frequency, rate: rate)
     }

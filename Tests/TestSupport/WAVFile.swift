@@ -1,8 +1,8 @@
-// WAV files the tests play and feed hosts (through HearCLI's one writer, WAV.bytes) and read back
+// WAV files the tests play and feed hosts (through HearctlCore's one writer, WAV.bytes) and read back
 // from pw-record, parec and applyplugin.
 
 import Foundation
-import HearCLI
+import HearctlCore
 
 public struct WAVError: Error, CustomStringConvertible {
     public let description: String

@@ -1,11 +1,18 @@
-// The built-in presets (HearCLI/Preset.swift): named, valid, and whole settings.
+// The built-in presets (HearctlCore/Preset.swift): named, valid, and whole settings.
 
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 import Testing
 
 @Suite struct PresetTests {
+    @Test func userPresetsLiveInTheConfigDirectory() {
+        #expect(Preset.userDirectory(environment: { ["XDG_CONFIG_HOME": "/c"][$0] }) == "/c/hear/presets")
+        #expect(Preset.userDirectory(environment: { ["HOME": "/home/a"][$0] }) == "/home/a/.config/hear/presets")
+        #expect(Preset.userDirectory(environment: { ["XDG_CONFIG_HOME": "relative", "HOME": "/h"][$0] }) == "/h/.config/hear/presets")
+        #expect(Preset.userDirectory(environment: { _ in nil }) == nil)
+    }
+
     @Test func builtInPresetsAreValidAndNamed() {
         let names = Preset.builtIn.map(\.name)
         for required in ["voice-call", "noisy-room", "podcast", "gentle"] { #expect(names.contains(required)) }

@@ -1,5 +1,5 @@
 // The one WAV writer: the hearing test's tones (hearctl), and every file the tests play or feed a
-// host. No Foundation (HearCLI links into hearctl's static build): bytes out, the caller writes them.
+// host. No Foundation (HearctlCore links into hearctl's static build): bytes out, the caller writes them.
 
 public enum WAV {
     public enum Encoding: Sendable {

@@ -1,7 +1,7 @@
-// The chains a PipeWire drop-in configures, read with libspa's SPA-JSON tokenizer (HearCLI/DropIns.swift).
+// The chains a PipeWire drop-in configures, read with libspa's SPA-JSON tokenizer (HearctlCore/DropIns.swift).
 
 import Foundation
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 import Testing

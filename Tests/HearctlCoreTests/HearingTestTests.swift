@@ -1,7 +1,7 @@
-// The hearing test's procedure (HearCLI/HearingTest.swift) taken by simulated listeners with known
+// The hearing test's procedure (HearctlCore/HearingTest.swift) taken by simulated listeners with known
 // thresholds, and the conversion to estimated dB HL (HearingCalibration).
 
-import HearCLI
+import HearctlCore
 import TestSupport
 import Testing
 

@@ -5,6 +5,13 @@ import HearControl
 import HearDSP
 
 public struct Preset: Sendable {
+    /// Where a user's own presets live: `$XDG_CONFIG_HOME/hear/presets`, else `~/.config/hear/presets`.
+    public static func userDirectory(environment: (String) -> String?) -> String? {
+        if let config = environment("XDG_CONFIG_HOME"), config.hasPrefix("/") { return SocketPath.trimmed(config) + "/hear/presets" }
+        if let home = environment("HOME"), home.hasPrefix("/") { return SocketPath.trimmed(home) + "/.config/hear/presets" }
+        return nil
+    }
+
     public let name: String
     public let summary: String
     public let settings: Settings

@@ -1,5 +1,5 @@
 import Foundation
-import HearCLI
+import HearctlCore
 import HearControl
 import HearDSP
 import Testing
