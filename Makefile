@@ -108,8 +108,13 @@ deps-bench:
 test: deps-test build man
 	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) $(SWIFT) test -c release --disable-testable-imports
 
+# Also written to docs/results/bench.md (committed: the figures BENCHMARKS.md reads from).
 bench: deps-bench build
-	HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) scripts/bench.sh
+	@mkdir -p docs/results
+	@{ echo "<!-- Written by \`make bench\` (scripts/bench.sh); not edited by hand. -->"; \
+	  echo "Measured $$(date -u +%Y-%m-%d) at commit $$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$$(git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo ' with uncommitted changes'): \`make bench\`."; \
+	  echo; echo '```'; HEAR_PLUGIN=$(CURDIR)/$(PLUGIN) scripts/bench.sh; echo '```'; } > docs/results/bench.md.tmp
+	@mv docs/results/bench.md.tmp docs/results/bench.md && cat docs/results/bench.md
 
 clean:
 	rm -rf .build

@@ -29,6 +29,8 @@ struct LearnedGains: ~Copyable {
     static let levelFloorDB: Float = -100
     /// How far (log2 of a gain: 0.25 is 1.5 dB) the estimator's shape may lift a bin above the
     /// model's band level before the model's own gain caps it (`blend`).
+    /// The smallest gain the blend reads (-180 dB): log2 of it stays finite.
+    static let tiny: Float = 1e-9
     static let modelLead: Float = 0.25
     /// How far (log2 of a gain: 1 is 6 dB) the learned mask may rise above the estimator's own gain
     /// in a bin (`blend`).
@@ -138,7 +140,10 @@ struct LearnedGains: ~Copyable {
         model.step()
         let count = SpeechBandLayout.count
         let result = model.result
-        for b in upTo(count) { bandGain[b] = result[b] }
+        // A gain the sigmoid took down to ~1e-38 would turn subnormal in the interpolation (and
+        // every multiply on a subnormal costs an assist on x86): held at `tiny`, which the blend
+        // reads it as anyway, far under any floor.
+        for b in upTo(count) { bandGain[b] = max(result[b], Self.tiny) }
         bands.interpolate(bandGain, into: binGain)
         speech = count < model.outputs ? result[count] : 0
     }
@@ -169,7 +174,7 @@ struct LearnedGains: ~Copyable {
     @inline(__always) func blend(into mask: UnsafeMutablePointer<Float>, estimator: UnsafePointer<Float>,
                                  power: UnsafePointer<Float>, noise: UnsafePointer<Float>,
                                  floor: Float, strength: Float, weight: Float) {
-        let tiny: Float = 1e-9
+        let tiny = Self.tiny
         let bins = stats.bins
         let margin = Self.transientMargin, depth = Self.transientDepth
         for j in upTo(stats.count) {
