@@ -201,8 +201,8 @@ TRAIN_PY := /usr/bin/python3
 TRAIN_CLIPS ?= 6000
 # Clips at 16 and at 8 kHz each (the suppressor's framing and bands differ below 32 kHz; the model has to know those streams too).
 TRAIN_BAND_CLIPS ?= 500
-# Optimizer updates (one per window of 400 steps of 32 clips; train.py): about 50 minutes for 15000 at
-# the 5 a second measured on one thread here, with the other core busy.
+# Optimizer updates (one per window of 400 steps of 32 clips; train.py): about 33 minutes for 15000 at
+# the 7.7 a second measured on one thread here, the other core mostly idle.
 TRAIN_UPDATES ?= 15000
 # A set is made again when the scripts that make it or its clip count change (a set grown with
 # `data.py --first` holds the same clips as one made whole): $(call train-set,DIRECTORY,SPLIT,CLIPS,SEED,RATE).
