@@ -19,8 +19,9 @@ are never read here.
 
 A clip, by construction:
   - 85 % speech in noise, 10 % noise alone (clean file all zeros), 5 % clean speech (noise file
-    all zeros but for the room's late reverberation, where the speech has a room); 10 % of all clips start with 0.2-1 s of exact digital zeros in both files (a stream
-    starting: PipeWire hands a fresh source silence first).
+    all zeros but for the room's late reverberation, where the speech has a room); 10 % of all
+    clips start with 0.2-1 s of exact digital zeros in both files (a stream starting: PipeWire
+    hands a fresh source silence first).
   - Speech: utterances (2-5 s, speech.py) of one speaker separated by 0.2-1.5 s pauses; 70 % of
     clips draw a recorded speaker (weight ~ sqrt(minutes), so the two long asterisk speakers do not
     swamp the rest), 30 % a TTS voice.

@@ -124,7 +124,6 @@ package struct KeyClickLimit: ~Copyable {
     /// strength, so switching glides) and moves the envelope on with this frame's `power`.
     @inline(__always) func limit(_ mask: UnsafeMutablePointer<Float>, power: UnsafePointer<Float>, floorGain: Float,
                                  weight: Float) {
-        let rise = self.rise
         if armed && weight > 0 {
             for k in loop(from: limitLow, upTo: bins) {
                 let p = power[k], e = envelope[k]

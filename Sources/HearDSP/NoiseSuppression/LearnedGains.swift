@@ -27,10 +27,10 @@ extension NoiseSuppressor {
 
 struct LearnedGains: ~Copyable {
     static let levelFloorDB: Float = -100
-    /// How far (log2 of a gain: 0.25 is 1.5 dB) the estimator's shape may lift a bin above the
-    /// model's band level before the model's own gain caps it (`blend`).
     /// The smallest gain the blend reads (-180 dB): log2 of it stays finite.
     static let tiny: Float = 1e-9
+    /// How far (log2 of a gain: 0.25 is 1.5 dB) the estimator's shape may lift a bin above the
+    /// model's band level before the model's own gain caps it (`blend`).
     static let modelLead: Float = 0.25
     /// How far (log2 of a gain: 1 is 6 dB) the learned mask may rise above the estimator's own gain
     /// in a bin (`blend`).
