@@ -36,14 +36,7 @@ public struct Settings: Equatable, Sendable {
         return out
     }
 
-    /// Strict: the first line that is not a known key with a value in range fails the whole text.
-    public static func parse(_ text: String) -> Result<Settings, ProtocolError> {
-        let (settings, errors) = parseTolerant(text)
-        if let first = errors.first { return .failure(first) }
-        return .success(settings)
-    }
-
-    /// Tolerant: the settings of every good line (a later line for the same key wins), and one
+    /// Tolerant (the settings file; a preset reads strictly, HearctlCore's `Settings.parse`): the settings of every good line (a later line for the same key wins), and one
     /// error per bad line, naming its number.
     public static func parseTolerant(_ text: String) -> (settings: Settings, errors: [ProtocolError]) {
         var settings = Settings()

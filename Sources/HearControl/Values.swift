@@ -145,7 +145,7 @@ public enum ParameterValue {
     }
 
     /// Text safe to echo in an error line: printable ASCII only, at most 40 characters.
-    static func printable(_ text: String) -> String {
+    package static func printable(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars.prefix(40) {
             out.unicodeScalars.append(scalar.value >= 0x20 && scalar.value < 0x7F ? scalar : "?")
@@ -198,7 +198,7 @@ public enum ParameterKey {
 }
 
 extension String {
-    var trimmingSpaces: String {
+    package var trimmingSpaces: String {
         var scalars = Substring(self)
         while let first = scalars.first, first == " " || first == "\t" || first == "\r" { scalars = scalars.dropFirst() }
         while let last = scalars.last, last == " " || last == "\t" || last == "\r" { scalars = scalars.dropLast() }
@@ -206,28 +206,7 @@ extension String {
     }
 }
 
-/// What `hearctl set` is asked for one parameter: a value, or a step from the current value.
-public enum ValueChange: Equatable, Sendable {
-    case to(Float)
-    case by(Float)
-}
-
 extension ParameterValue {
-    /// `hearctl set`'s value syntax. A leading sign is a step from the current value ("+2", "-3dB",
-    /// as wpctl's relative volumes); "=" makes the value absolute, which is how a negative value
-    /// is written ("=-30dB"); anything else is a value as `parse` reads it. Switches take no steps.
-    public static func parseChange(_ text: String, for parameter: Parameter) -> Result<ValueChange, ProtocolError> {
-        let trimmed = text.trimmingSpaces
-        if trimmed.hasPrefix("=") { return parse(String(trimmed.dropFirst()), for: parameter).map(ValueChange.to) }
-        guard trimmed.hasPrefix("+") || trimmed.hasPrefix("-") else { return parse(trimmed, for: parameter).map(ValueChange.to) }
-        switch step(trimmed, for: parameter) {
-        case .failure(let error):
-            guard error.code == .outOfRange else { return .failure(error) }
-            return .failure(ProtocolError(.outOfRange, error.message + "; for a negative value write =\(printable(trimmed))"))
-        case .success(let step): return .success(.by(step))
-        }
-    }
-
     /// A step (the protocol's `step` request, hearctl's "+2"): a signed number in the parameter's
     /// unit, no larger than its whole range; switches take none.
     public static func step(_ text: String, for parameter: Parameter) -> Result<Float, ProtocolError> {

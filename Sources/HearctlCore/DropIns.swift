@@ -218,3 +218,139 @@ enum SPAValue {
         return String(decoding: buffer[..<Int(count)].lazy.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
+
+/// Where an object and some of its members lie in a drop-in's text (UTF-8 byte offsets), read with
+/// the same tokenizer as everything else here: for editing a file in place, every other byte kept
+/// (`hearctl device set` writes `target.object` into a chain's `capture.props` or `playback.props`).
+public struct SPAObjectSpan: Equatable, Sendable {
+    /// The offsets of the object's `{` and `}`.
+    public var open: Int
+    public var close: Int
+    /// Its own members with the name asked for, in order: from the key's first byte to just after
+    /// the value's last, and the value's text when it is not a container.
+    public var members: [Member]
+
+    public struct Member: Equatable, Sendable {
+        public var bytes: Range<Int>
+        public var value: String?
+    }
+
+    /// The first object, at any depth, that is the value of a member named `key` (an object inside
+    /// an array counts too), with its members named `member`. Nil when there is none or the text is
+    /// not SPA-JSON.
+    public static func find(_ key: String, member: String, in text: String) -> SPAObjectSpan? {
+        var bytes = Array(text.utf8CString)
+        let size = bytes.count - 1
+        return bytes.withUnsafeMutableBufferPointer { buffer -> SPAObjectSpan? in
+            guard let base = buffer.baseAddress else { return nil }
+            var root = spa_json()
+            return withUnsafeMutablePointer(to: &root) { iter -> SPAObjectSpan? in
+                hear_json_init(iter, base, size)
+                var search = Search(base: UnsafePointer(base), key: key, member: member)
+                var probe = iter.pointee
+                var token: UnsafePointer<CChar>?
+                let length = hear_json_next(&probe, &token)
+                if length > 0, let opening = token, hear_json_is_object(opening, length) {
+                    _ = hear_json_next(iter, &token)
+                    return search.container(iter, token: opening, length: length, depth: 1, named: nil)
+                }
+                return search.members(iter, depth: 0)
+            }
+        }
+    }
+
+    private struct Search {
+        let base: UnsafePointer<CChar>
+        let key: String
+        let member: String
+
+        func offset(_ pointer: UnsafePointer<CChar>) -> Int { base.distance(to: pointer) }
+
+        /// Reads an object's members; the span if it or an object within it is the one.
+        mutating func members(_ iter: UnsafeMutablePointer<spa_json>, depth: Int) -> SPAObjectSpan? {
+            while true {
+                var token: UnsafePointer<CChar>?
+                let length = hear_json_next(iter, &token)
+                guard length > 0, let token, !hear_json_is_object(token, length), !hear_json_is_array(token, length),
+                      let name = SPAValue.text(token, length) else { return nil }
+                var valueToken: UnsafePointer<CChar>?
+                let valueLength = hear_json_next(iter, &valueToken)
+                guard valueLength > 0, let valueToken else { return nil }
+                if hear_json_is_object(valueToken, valueLength) || hear_json_is_array(valueToken, valueLength),
+                   let found = container(iter, token: valueToken, length: valueLength, depth: depth + 1, named: name) {
+                    return found
+                }
+            }
+        }
+
+        /// Reads a container (its opening token just returned by `iter`); the span if it is the
+        /// object asked for (named `key`) or holds it.
+        mutating func container(_ iter: UnsafeMutablePointer<spa_json>, token: UnsafePointer<CChar>, length: Int32, depth: Int,
+                                named name: String?) -> SPAObjectSpan? {
+            guard depth <= SPAValue.maximumDepth else { return nil }
+            let isObject = hear_json_is_object(token, length)
+            var sub = spa_json()
+            return withUnsafeMutablePointer(to: &sub) { sub -> SPAObjectSpan? in
+                hear_json_enter(iter, sub)
+                if isObject && name == key { return span(sub, open: offset(token), depth: depth) }
+                if isObject { return members(sub, depth: depth) }
+                while true {
+                    var item: UnsafePointer<CChar>?
+                    let itemLength = hear_json_next(sub, &item)
+                    guard itemLength > 0, let item else { return nil }
+                    if hear_json_is_object(item, itemLength) || hear_json_is_array(item, itemLength),
+                       let found = container(sub, token: item, length: itemLength, depth: depth + 1, named: nil) {
+                        return found
+                    }
+                }
+            }
+        }
+
+        /// The object asked for, read to its closing brace: where its `member` members lie.
+        func span(_ iter: UnsafeMutablePointer<spa_json>, open: Int, depth: Int) -> SPAObjectSpan? {
+            var found: [Member] = []
+            while true {
+                var token: UnsafePointer<CChar>?
+                let length = hear_json_next(iter, &token)
+                if length == 0 {
+                    guard hear_json_closed(iter), let close = hear_json_position(iter) else { return nil }
+                    return SPAObjectSpan(open: open, close: offset(close), members: found)
+                }
+                guard length > 0, let token, let name = SPAValue.text(token, length) else { return nil }
+                var valueToken: UnsafePointer<CChar>?
+                let valueLength = hear_json_next(iter, &valueToken)
+                guard valueLength > 0, let valueToken else { return nil }
+                var end = offset(valueToken) + Int(valueLength)
+                var value: String?
+                if hear_json_is_object(valueToken, valueLength) || hear_json_is_array(valueToken, valueLength) {
+                    guard let closing = skip(iter, depth: depth + 1) else { return nil }
+                    end = closing + 1
+                } else {
+                    value = SPAValue.text(valueToken, valueLength)
+                }
+                if name == member { found.append(Member(bytes: offset(token)..<end, value: value)) }
+            }
+        }
+
+        /// Reads a container whose opening token `iter` just returned to its end: its closing offset.
+        func skip(_ iter: UnsafeMutablePointer<spa_json>, depth: Int) -> Int? {
+            guard depth <= SPAValue.maximumDepth else { return nil }
+            var sub = spa_json()
+            return withUnsafeMutablePointer(to: &sub) { sub -> Int? in
+                hear_json_enter(iter, sub)
+                while true {
+                    var token: UnsafePointer<CChar>?
+                    let length = hear_json_next(sub, &token)
+                    if length == 0 {
+                        guard hear_json_closed(sub), let close = hear_json_position(sub) else { return nil }
+                        return offset(close)
+                    }
+                    guard length > 0, let token else { return nil }
+                    if hear_json_is_object(token, length) || hear_json_is_array(token, length) {
+                        guard skip(sub, depth: depth + 1) != nil else { return nil }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -55,3 +55,14 @@ public struct Preset: Sendable {
             && name.unicodeScalars.allSatisfy { ($0.properties.isAlphabetic && $0.isASCII) || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0) }
     }
 }
+
+extension Settings {
+    /// A preset's text, strictly: the first line that is not a known key with a value in range fails
+    /// the whole preset (the settings file reads tolerantly, `parseTolerant`, so that one bad line
+    /// does not cost a listener every other setting).
+    public static func parse(_ text: String) -> Result<Settings, ProtocolError> {
+        let (settings, errors) = parseTolerant(text)
+        if let first = errors.first { return .failure(first) }
+        return .success(settings)
+    }
+}

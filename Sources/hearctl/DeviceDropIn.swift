@@ -14,52 +14,10 @@ enum DeviceDropIn {
     /// Ends the line hearctl writes, so that `enable` knows it for the user's choice, not an edit.
     static func marker(_ chain: DropInChain) -> String { "# hearctl device set \(chain.rawValue)" }
 
-    /// For each byte: true when it is code (neither in a `#` comment nor in a quoted string).
-    static func codeMask(_ bytes: [UInt8]) -> [Bool] {
-        var mask = [Bool](repeating: true, count: bytes.count)
-        var index = 0
-        while index < bytes.count {
-            switch bytes[index] {
-            case UInt8(ascii: "#"):
-                while index < bytes.count && bytes[index] != UInt8(ascii: "\n") { mask[index] = false; index += 1 }
-            case UInt8(ascii: "\""):
-                mask[index] = false
-                index += 1
-                while index < bytes.count && bytes[index] != UInt8(ascii: "\"") {
-                    mask[index] = false
-                    if bytes[index] == UInt8(ascii: "\\") && index + 1 < bytes.count { index += 1; mask[index] = false }
-                    index += 1
-                }
-                if index < bytes.count { mask[index] = false; index += 1 }
-            default: index += 1
-            }
-        }
-        return mask
-    }
-
-    /// The offsets of the `{` and `}` of the first `<side> = { ... }` block.
-    static func block(_ bytes: [UInt8], side: String) -> (open: Int, close: Int)? {
-        let key = Array(side.utf8)
-        let mask = codeMask(bytes)
-        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
-        var index = 0
-        while index + key.count <= bytes.count {
-            defer { index += 1 }
-            guard mask[index], Array(bytes[index..<index + key.count]) == key,
-                  index == 0 || isSpace(bytes[index - 1]) || bytes[index - 1] == UInt8(ascii: "{") else { continue }
-            var position = index + key.count
-            while position < bytes.count && isSpace(bytes[position]) { position += 1 }
-            if position < bytes.count && (bytes[position] == UInt8(ascii: "=") || bytes[position] == UInt8(ascii: ":")) { position += 1 }
-            while position < bytes.count && isSpace(bytes[position]) { position += 1 }
-            guard position < bytes.count, bytes[position] == UInt8(ascii: "{") else { continue }
-            var depth = 0
-            for close in position..<bytes.count where mask[close] {
-                if bytes[close] == UInt8(ascii: "{") { depth += 1 }
-                if bytes[close] == UInt8(ascii: "}") { depth -= 1; if depth == 0 { return (position, close) } }
-            }
-            return nil
-        }
-        return nil
+    /// The chain's device-side block (`capture.props` or `playback.props`) and its `target.object`
+    /// members, read with libspa's tokenizer (HearctlCore's SPAObjectSpan), as PipeWire reads them.
+    static func block(_ text: String, chain: DropInChain) -> SPAObjectSpan? {
+        SPAObjectSpan.find(chain.deviceSide, member: "target.object", in: text)
     }
 
     /// The lines (start, end offsets, end without the newline) between `open` and `close`.
@@ -74,43 +32,16 @@ enum DeviceDropIn {
         return result
     }
 
-    /// The value of a `target.object = ...` line, if this line is one.
-    static func targetValue(_ line: ArraySlice<UInt8>) -> String? {
-        var rest = line.drop { $0 == 0x20 || $0 == 0x09 }
-        for key in ["target.object", "\"target.object\""] where rest.starts(with: Array(key.utf8)) {
-            rest = rest.dropFirst(key.utf8.count)
-            guard let first = rest.first, first == 0x20 || first == 0x09 || first == UInt8(ascii: "=") || first == UInt8(ascii: ":")
-            else { return nil }
-            rest = rest.drop { $0 == 0x20 || $0 == 0x09 || $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: ":") }
-            if rest.first == UInt8(ascii: "\"") {
-                var value: [UInt8] = []
-                var iterator = rest.dropFirst().makeIterator()
-                while let byte = iterator.next(), byte != UInt8(ascii: "\"") {
-                    value.append(byte == UInt8(ascii: "\\") ? (iterator.next() ?? byte) : byte)
-                }
-                return String(decoding: value, as: UTF8.self)
-            }
-            let value = rest.prefix { !($0 == 0x20 || $0 == 0x09 || $0 == UInt8(ascii: "#") || $0 == UInt8(ascii: "}")) }
-            return value.isEmpty ? nil : String(decoding: value, as: UTF8.self)
-        }
-        return nil
-    }
-
     /// The device the drop-in names for the chain's device side, if any.
     static func target(_ text: String, chain: DropInChain) -> String? {
-        let bytes = Array(text.utf8)
-        guard let block = block(bytes, side: chain.deviceSide) else { return nil }
-        for line in lines(bytes, from: block.open + 1, to: block.close) {
-            if let value = targetValue(bytes[line.start..<line.end]) { return value }
-        }
-        return nil
+        block(text, chain: chain)?.members.lazy.compactMap(\.value).first
     }
 
     /// The text with the chain's device set to `device` (nil: no target.object line, the default
     /// is followed). Throws when the block is missing or on one line (then the user edits it).
     static func setting(_ text: String, chain: DropInChain, to device: String?, path: String) throws -> String {
         let bytes = Array(text.utf8)
-        guard let block = block(bytes, side: chain.deviceSide) else {
+        guard let block = block(text, chain: chain) else {
             throw CLIError("\(path) has no \(chain.deviceSide) = { ... } block: add `target.object = \"NAME\"` to the filter's \(chain.deviceSide) by hand. Nothing was changed")
         }
         guard bytes[block.open..<block.close].contains(UInt8(ascii: "\n")) else {
@@ -126,7 +57,8 @@ enum DeviceDropIn {
             if !isLast && indent == nil && slice.contains(where: { $0 != 0x20 && $0 != 0x09 }) && line.start > block.open + 1 {
                 indent = Array(slice.prefix { $0 == 0x20 || $0 == 0x09 })
             }
-            if targetValue(slice) != nil { continue }  // the old choice goes (every line of it)
+            // The old choice goes (every line that holds one).
+            if block.members.contains(where: { (line.start..<max(line.end, line.start + 1)).contains($0.bytes.lowerBound) }) { continue }
             if isLast, let device {
                 // The new line goes before the closing brace's line, indented as the block's first entry.
                 let closing = Array(slice.prefix { $0 == 0x20 || $0 == 0x09 })
@@ -139,10 +71,21 @@ enum DeviceDropIn {
         return String(decoding: output, as: UTF8.self)
     }
 
-    /// The text without the lines `device set` writes (so that `enable` still sees its own drop-in).
+    /// The text without the lines `device set` writes (so that `enable` still sees its own drop-in):
+    /// those that end in its marker and hold the chain's `target.object`.
     static func withoutChoices(_ text: String) -> String {
-        text.split(separator: "\n", omittingEmptySubsequences: false)
-            .filter { line in !DropInChain.allCases.contains { line.hasSuffix(marker($0)) && targetValue(ArraySlice(Array(line.utf8))) != nil } }
-            .joined(separator: "\n")
+        var starts: [Int] = []
+        for chain in DropInChain.allCases {
+            starts += (block(text, chain: chain)?.members ?? []).map(\.bytes.lowerBound)
+        }
+        var offset = 0
+        var kept: [Substring] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let length = line.utf8.count
+            let holdsChoice = starts.contains { $0 >= offset && $0 < offset + length }
+            if !(holdsChoice && DropInChain.allCases.contains { line.hasSuffix(marker($0)) }) { kept.append(line) }
+            offset += length + 1
+        }
+        return kept.joined(separator: "\n")
     }
 }

@@ -4,6 +4,7 @@
 import ArgumentParser
 import Foundation
 import HearControl
+import HearctlCore
 import HearDSP
 
 struct Hearctl: ParsableCommand {

@@ -3,6 +3,7 @@
 import ArgumentParser
 import Foundation
 import HearControl
+import HearctlCore
 import HearDSP
 
 extension Hearctl {

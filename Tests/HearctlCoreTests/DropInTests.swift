@@ -111,4 +111,38 @@ import Testing
         let fine = "a = " + String(repeating: "[", count: 60) + "{ type = ladspa label = hear_mono control = { chain = 3 } }" + String(repeating: "]", count: 60)
         #expect(try DropIns.chains(in: fine, path: "ok.conf").first?.chain == 3)
     }
+
+    /// Byte offsets of a text's UTF-8 form, as substrings (the span's contract).
+    static func bytes(_ text: String, _ range: Range<Int>) -> String {
+        String(decoding: Array(text.utf8)[range], as: UTF8.self)
+    }
+
+    @Test func theDeviceSideBlockAndItsTargetAreFoundByteExact() throws {
+        let microphone = try String(contentsOfFile: Self.root + "/conf.d/pipewire/hear-microphone.conf", encoding: .utf8)
+        let capture = try #require(SPAObjectSpan.find("capture.props", member: "target.object", in: microphone))
+        let utf8 = Array(microphone.utf8)
+        #expect(utf8[capture.open] == UInt8(ascii: "{") && utf8[capture.close] == UInt8(ascii: "}"))
+        #expect(capture.members.isEmpty)
+        // Braces in comments and strings, a quoted key, a bare value, a nested object before the
+        // member, a multi-byte character before it all: what PipeWire reads, not what a byte scan would.
+        let text = """
+            # capture.props = { target.object = "wrong" }  é
+            context.modules = [ { name = libpipewire-module-filter-chain
+              args = { node.description = "a { brace" playback.props = { target.object = x }
+                capture.props = {
+                  node.name = "hear_microphone"   # } not the end
+                  audio.position = [ FL ] "target.object" = "alsa_input.usb-1"
+                  target.object = bare.name
+                } } } ]
+            """
+        let span = try #require(SPAObjectSpan.find("capture.props", member: "target.object", in: text))
+        #expect(Self.bytes(text, span.open..<span.close + 1).hasPrefix("{\n      node.name"))
+        #expect(Self.bytes(text, span.open..<span.close + 1).hasSuffix("bare.name\n    }"))
+        #expect(span.members.map(\.value) == ["alsa_input.usb-1", "bare.name"])
+        #expect(span.members.map { Self.bytes(text, $0.bytes) } == ["\"target.object\" = \"alsa_input.usb-1\"", "target.object = bare.name"])
+        let playback = try #require(SPAObjectSpan.find("playback.props", member: "target.object", in: text))
+        #expect(playback.members.map(\.value) == ["x"])
+        #expect(SPAObjectSpan.find("capture.props", member: "target.object", in: "capture.props = { a = 1") == nil)
+        #expect(SPAObjectSpan.find("nowhere", member: "target.object", in: text) == nil)
+    }
 }

@@ -27,4 +27,13 @@ import Testing
         #expect(!Preset.isValidName("../etc/passwd"))
         #expect(!Preset.isValidName(".hidden"))
     }
+
+    @Test(arguments: ["gain 6", "gain = loud", "gain = 99", "volume = 3", "gain = nan", "= 3"])
+    func aPresetWithOneBadLineIsRejectedWithThatLine(line: String) {
+        guard case .failure(let error) = Settings.parse("# ok\ngain = 1\n\(line)\ncomp.ratio = 3\n") else {
+            Issue.record("accepted \(line)")
+            return
+        }
+        #expect(error.message.hasPrefix("line 3: "), "\(error.message)")
+    }
 }

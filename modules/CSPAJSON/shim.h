@@ -36,6 +36,9 @@ static inline bool hear_json_closed(const struct spa_json *sub) {
     return sub->cur < sub->end && (*sub->cur == '}' || *sub->cur == ']');
 }
 
+/// Where an iterator stands: after hear_json_closed is true, the closing bracket's address.
+static inline const char *hear_json_position(const struct spa_json *iter) { return iter->cur; }
+
 static inline bool hear_json_is_object(const char *token, int len) { return spa_json_is_object(token, len); }
 static inline bool hear_json_is_array(const char *token, int len) { return spa_json_is_array(token, len); }
 static inline bool hear_json_is_string(const char *token, int len) { return spa_json_is_string(token, len); }
