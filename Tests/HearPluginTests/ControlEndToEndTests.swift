@@ -72,10 +72,9 @@ import TestSupport
         let sandbox = try Sandbox()
         let host = try sandbox.startHost(chain: 1)
         let before = try sandbox.hearctl("get", "--json")
-        let path = try #require(sandbox.sockets.first)
+        let path = try sandbox.socket()
 
-        let client = try RawClient(path: path)
-        #expect(client.readLine()?.hasPrefix("hear/1 pid=") == true)
+        let client = try RawClient.greeted(path: path)
         var random = SeededRandom(seed: 21)
         var replies: [String] = []
         for _ in 0..<500 {
@@ -94,8 +93,7 @@ import TestSupport
         #expect(client.reply() == ["ok"])
 
         // A 1 MB line: an error reply, then the server hangs up on that client only.
-        let flood = try RawClient(path: path)
-        _ = flood.readLine()
+        let flood = try RawClient.greeted(path: path)
         flood.send([UInt8]("set gain ".utf8) + [UInt8](repeating: 0x37, count: 1 << 20) + [0x0A])
         #expect(flood.readLine()?.hasPrefix("error too-long") == true)
         #expect(flood.readLine() == nil)
@@ -148,7 +146,7 @@ import TestSupport
         let host = try sandbox.startHost(chain: 2)
         usleep(200_000)
         let baselineEnd = monotonicNow()
-        let path = try #require(sandbox.sockets.first)
+        let path = try sandbox.socket()
 
         final class Results: @unchecked Sendable {
             var last = [Float](repeating: .nan, count: 4)
@@ -159,8 +157,7 @@ import TestSupport
         let started = monotonicNow()
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
             do {
-                let client = try RawClient(path: path)
-                _ = client.readLine()
+                let client = try RawClient.greeted(path: path)
                 var generator = SeededRandom(seed: UInt64(worker + 1))
                 for _ in 0..<250 {
                     let gain = Float(Int.random(in: -120...120, using: &generator)) / 10
@@ -200,7 +197,7 @@ import TestSupport
     func aClientOfAnotherUserIsRefused() throws {
         let sandbox = try Sandbox()
         let host = try sandbox.startHost(chain: 1)
-        let path = try #require(sandbox.sockets.first)
+        let path = try sandbox.socket()
         // Open the doors the file system guards, so that only the server's own check remains.
         chmod(sandbox.base, 0o755)
         chmod(sandbox.runtime, 0o755)

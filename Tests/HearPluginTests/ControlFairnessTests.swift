@@ -15,9 +15,8 @@ import Testing
     @Test func pipelinedSyncsDoNotStarveOtherClients() throws {
         let sandbox = try Sandbox()
         let host = try sandbox.startHost(chain: 1)
-        let path = try #require(sandbox.sockets.first)
-        let flooder = try RawClient(path: path, timeout: 60)
-        _ = flooder.readLine()
+        let path = try sandbox.socket()
+        let flooder = try RawClient.greeted(path: path, timeout: 60)
         let pairs = 500
         let text = (0..<pairs).map { "set chain=1 gain \(ParameterValue.format(Float($0 % 100) / 10))\nsync\n" }.joined()
         nonisolated(unsafe) let writer = flooder
@@ -26,8 +25,7 @@ import Testing
         // The flood has started: its first acknowledgement is in.
         #expect(flooder.readLine() == "ok instances=1")
         let started = monotonicNow()
-        let other = try RawClient(path: path, timeout: 60)
-        #expect(other.readLine()?.hasPrefix("hear/1") == true)
+        let other = try RawClient.greeted(path: path, timeout: 60)
         other.send("ping")
         #expect(other.reply() == ["ok"])
         let pingTook = monotonicNow() - started
@@ -51,9 +49,8 @@ import Testing
         let sandbox = try Sandbox()
         let host = try sandbox.startHost(chain: 1)
         #expect(try sandbox.hearctl("set", "gain", "0").status == 0)
-        let path = try #require(sandbox.sockets.first)
-        let pinger = try RawClient(path: path, timeout: 60)
-        _ = pinger.readLine()
+        let path = try sandbox.socket()
+        let pinger = try RawClient.greeted(path: path, timeout: 60)
         let payload = Array(String(repeating: "step chain=1 gain +0.002\nsync\n", count: 400).utf8)
         final class Sent: @unchecked Sendable { var count = 0; var done = false; let lock = NSLock() }
         let sent = Sent()
@@ -96,11 +93,9 @@ import Testing
         let sandbox = try Sandbox()
         sandbox.extraEnvironment["HEAR_TEST_SAVE_DELAY"] = "3"
         let host = try sandbox.startHost(chain: 1)
-        let path = try #require(sandbox.sockets.first)
-        let syncing = try RawClient(path: path, timeout: 30)
-        _ = syncing.readLine()
-        let other = try RawClient(path: path, timeout: 30)
-        _ = other.readLine()
+        let path = try sandbox.socket()
+        let syncing = try RawClient.greeted(path: path, timeout: 30)
+        let other = try RawClient.greeted(path: path, timeout: 30)
         let started = monotonicNow()
         syncing.send("set chain=1 gain 4\nsync\nping")
         #expect(syncing.readLine() == "ok instances=1")
@@ -139,7 +134,7 @@ import Testing
     @Test func aSetFollowedByCloseApplies() throws {
         let sandbox = try Sandbox()
         let host = try sandbox.startHost(chain: 1)
-        let path = try #require(sandbox.sockets.first)
+        let path = try sandbox.socket()
         var applied = 0
         for round in 0..<20 {
             let value = Double(round % 10) + 0.5
@@ -165,9 +160,8 @@ import Testing
     @Test func aTooLongLineInTwoPiecesEndsTheConnection() throws {
         let sandbox = try Sandbox()
         let host = try sandbox.startHost(chain: 1)
-        let path = try #require(sandbox.sockets.first)
-        let client = try RawClient(path: path)
-        _ = client.readLine()
+        let path = try sandbox.socket()
+        let client = try RawClient.greeted(path: path)
         client.send(Array(repeating: UInt8(ascii: "x"), count: 3000))
         usleep(100_000)
         client.send(Array(repeating: UInt8(ascii: "x"), count: Protocol.maximumLine - 3000) + [0x0A])
@@ -177,8 +171,7 @@ import Testing
         let after = client.readLine()
         #expect(after == nil, "the connection still answered: \(after ?? "")")
         // One byte shorter is a request like any other (here an unknown verb), and the connection stays.
-        let fine = try RawClient(path: path)
-        _ = fine.readLine()
+        let fine = try RawClient.greeted(path: path)
         fine.send(Array(repeating: UInt8(ascii: "x"), count: 3000))
         usleep(100_000)
         fine.send(Array(repeating: UInt8(ascii: "x"), count: Protocol.maximumLine - 3001) + [0x0A])
@@ -192,9 +185,8 @@ import Testing
     @Test func anIdleClientIsToldWhyItIsClosed() throws {
         let sandbox = try Sandbox()
         let host = try sandbox.startHost(chain: 1)
-        let path = try #require(sandbox.sockets.first)
-        let client = try RawClient(path: path, timeout: 15)
-        _ = client.readLine()
+        let path = try sandbox.socket()
+        let client = try RawClient.greeted(path: path, timeout: 15)
         let line = client.readLine() ?? "nothing (a silent close)"
         #expect(line.hasPrefix("error timeout no request for 10 s"), "\(line)")
         #expect(client.readLine() == nil)

@@ -70,6 +70,12 @@ final class Sandbox {
     var sockets: [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: runtime)) ?? []).filter { $0.hasSuffix(".sock") }.map { runtime + "/" + $0 }
     }
+
+    /// The control socket of the one instance running (startHost waited for it).
+    func socket() throws -> String {
+        guard let first = sockets.first else { throw HostError.load("no control socket in \(runtime)") }
+        return first
+    }
 }
 
 extension Sandbox {
@@ -231,6 +237,15 @@ final class RawClient {
     }
 
     deinit { close(fd) }
+
+    /// Connected, its greeting read: what nearly every test wants before its first request.
+    /// Throws when the server hangs up or answers something else (`error busy`, a timeout).
+    static func greeted(path: String, timeout: Int = 5) throws -> RawClient {
+        let client = try RawClient(path: path, timeout: timeout)
+        let greeting = client.readLine() ?? "nothing"
+        guard greeting.hasPrefix("hear/1 pid=") else { throw HostError.load("\(path) greeted with \(greeting)") }
+        return client
+    }
 
     /// Sends everything it can; false if the server closed the connection first.
     @discardableResult func send(_ bytes: [UInt8]) -> Bool {

@@ -100,9 +100,8 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     @Test func killDashNineLosesAtMostTheLastSecond() throws {
         let sandbox = try Sandbox()
         let host = try sandbox.startHost(chain: 1)
-        let path = try #require(sandbox.sockets.first)
-        let client = try RawClient(path: path)
-        _ = client.readLine()
+        let path = try sandbox.socket()
+        let client = try RawClient.greeted(path: path)
         var acknowledged: [(time: Double, value: Float)] = []
         let start = monotonicNow()
         var step = 0
@@ -243,10 +242,9 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     @Test func endOfInputWithRepliesPendingNeitherSpinsNorLosesThem() throws {
         let sandbox = try Sandbox()
         let host = try sandbox.startHost(chain: 1)
-        let path = try #require(sandbox.sockets.first)
+        let path = try sandbox.socket()
         let control = try #require(ThreadProbe.thread(of: host.pid, named: "hear-control"))
-        let client = try RawClient(path: path, timeout: 10)
-        #expect(client.readLine()?.hasPrefix("hear/1") == true)
+        let client = try RawClient.greeted(path: path, timeout: 10)
         let count = 12_000
         #expect(client.send(Array(String(repeating: "get gain\n", count: count).utf8)))
         shutdown(client.fd, Int32(SHUT_WR))
@@ -268,11 +266,10 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     @Test func slowSendersCannotHoldEverySlot() throws {
         let sandbox = try Sandbox()
         let host = try sandbox.startHost(chain: 1)
-        let path = try #require(sandbox.sockets.first)
+        let path = try sandbox.socket()
         var slow: [RawClient] = []
         for _ in 0..<16 {
-            let client = try RawClient(path: path, timeout: 10)
-            _ = client.readLine()
+            let client = try RawClient.greeted(path: path, timeout: 10)
             slow.append(client)
         }
         let start = monotonicNow()
@@ -306,9 +303,8 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     @Test func pipelinedRequestsAreAnsweredInOrderAndPipelinedSetsAllAcknowledged() throws {
         let sandbox = try Sandbox()
         let host = try sandbox.startHost(chain: 1)
-        let path = try #require(sandbox.sockets.first)
-        let client = try RawClient(path: path, timeout: 10)
-        _ = client.readLine()
+        let path = try sandbox.socket()
+        let client = try RawClient.greeted(path: path, timeout: 10)
         let requests = (0..<1000).map { ["get gain", "get", "ping", "get comp.ratio"][$0 % 4] }
         nonisolated(unsafe) let writerClient = client
         let bytes = Array((requests.joined(separator: "\n") + "\n").utf8)
