@@ -10,19 +10,24 @@ import Testing
 import TestSupport
 
 @Suite(.serialized) struct ControlPipeWireTests {
-    static let tools = ["/usr/bin/pipewire", "/usr/bin/wireplumber", "/usr/bin/dbus-daemon", "/usr/bin/pw-play", "/usr/bin/pw-cli", "/usr/bin/pw-dump"]
-
-    /// A private PipeWire session; every process it starts is killed by pid when it goes.
+    /// A private PipeWire session (TestSupport's PipeWireDaemons) with one hear filter in front of a
+    /// null sink; every process it starts is stopped by pid when it goes.
     final class Session {
         let sandbox: Sandbox
-        var bus: ChildProcess?
-        var busAddress = ""
+        let processes: Processes
+        let runtime: URL
+        private var audio: [ChildProcess] = []
 
         init(_ sandbox: Sandbox) throws {
             self.sandbox = sandbox
-            let fm = FileManager.default
-            try fm.createDirectory(atPath: xdgRuntime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            try fm.createDirectory(atPath: sandbox.config + "/pipewire/pipewire.conf.d", withIntermediateDirectories: true)
+            processes = try Processes(name: "control-pipewire")
+            var environment = sandbox.environment
+            // hearctl finds the daemon's sockets in $XDG_RUNTIME_DIR/hear, as on a desktop.
+            for key in ["HEAR_RUNTIME_DIR", "PIPEWIRE_RUNTIME_DIR", "PIPEWIRE_REMOTE", "DBUS_SESSION_BUS_ADDRESS"] { environment[key] = nil }
+            processes.environment = environment
+            runtime = try processes.directory("xdg")
+            let config = URL(fileURLWithPath: sandbox.config)
+            try PipeWireDaemons.prepare(processes, runtime: runtime, config: config)
             try """
                 context.objects = [
                   { factory = adapter
@@ -45,56 +50,26 @@ import TestSupport
                     }
                   }
                 ]
-                """.write(toFile: sandbox.config + "/pipewire/pipewire.conf.d/hear.conf", atomically: true, encoding: .utf8)
-            // WirePlumber without its Bluetooth monitor, which needs systemd-logind (scripts/wireplumber-session.lua).
-            try fm.createDirectory(atPath: sandbox.config + "/wireplumber/bluetooth.lua.d", withIntermediateDirectories: true)
-            try String(contentsOf: Built.root.appendingPathComponent("scripts/wireplumber-session.lua"), encoding: .utf8)
-                .write(toFile: sandbox.config + "/wireplumber/bluetooth.lua.d/80-hear-session.lua", atomically: true, encoding: .utf8)
-            try WAVFile.write([Signals.sine(frequency: 1000, rate: 48000, seconds: 60, amplitude: 0.05)], rate: 48000, to: URL(fileURLWithPath: tone))
-
-            let addressFile = sandbox.base + "/dbus-address"
-            let bus = try ChildProcess("/usr/bin/dbus-daemon", ["--session", "--nofork", "--print-address=1"], stdout: addressFile)
-            self.bus = bus
-            let deadline = monotonicNow() + 10
-            var address = ""
-            while !address.contains("\n") {
-                guard bus.isRunning, monotonicNow() < deadline else { throw HostError.load("dbus-daemon printed no address") }
-                usleep(10_000)
-                address = (try? String(contentsOfFile: addressFile, encoding: .utf8)) ?? ""
-            }
-            busAddress = address.trimmingCharacters(in: .whitespacesAndNewlines)
+                """.write(to: config.appendingPathComponent("pipewire/pipewire.conf.d/hear.conf"), atomically: true, encoding: .utf8)
+            try WAVFile.write([Signals.sine(frequency: 1000, rate: 48000, seconds: 60, amplitude: 0.05)], rate: 48000,
+                              to: URL(fileURLWithPath: tone))
+            try PipeWireDaemons.startBus(processes, runtime: runtime)
         }
 
-        deinit { stopAudio(); bus?.stop(signal: SIGKILL) }
+        deinit { processes.stopAll() }
 
-        var xdgRuntime: String { sandbox.base + "/xdg" }
-        var tone: String { sandbox.base + "/tone.wav" }
-
-        var environment: [String: String] {
-            var environment = sandbox.environment
-            environment["HEAR_RUNTIME_DIR"] = nil
-            environment["XDG_RUNTIME_DIR"] = xdgRuntime
-            environment["DBUS_SESSION_BUS_ADDRESS"] = busAddress
-            environment["PIPEWIRE_RUNTIME_DIR"] = nil
-            environment["PIPEWIRE_REMOTE"] = nil
-            return environment
-        }
-
-        private var audio: [ChildProcess] = []
-
-        func start(_ executable: String, _ arguments: [String] = []) throws -> ChildProcess {
-            try ChildProcess(executable, arguments, environment: environment)
-        }
+        var xdgRuntime: String { runtime.path }
+        var tone: String { processes.root.appendingPathComponent("tone.wav").path }
+        var environment: [String: String] { processes.environment }
 
         /// pipewire, then wireplumber, then pw-play into the filter.
         func startAudio() throws {
-            audio.append(try start("/usr/bin/pipewire"))
-            usleep(500_000)
-            audio.append(try start("/usr/bin/wireplumber"))
-            usleep(1_000_000)
-            audio.append(try start("/usr/bin/pw-play", ["--target", "hear_test", tone]))
+            let daemons = try PipeWireDaemons.startDaemons(processes, runtime: runtime)
+            audio += [daemons.pipewire, daemons.wireplumber]
+            audio.append(try processes.start("pw-play", ["--target", "hear_test", tone], log: "pw-play"))
         }
 
+        /// The session's daemons and player end (the bus stays).
         func stopAudio() {
             for process in audio.reversed() { process.stop(signal: SIGTERM, timeout: 5) }
             audio.removeAll()
@@ -140,9 +115,7 @@ import TestSupport
         }
     }
 
-    static var toolsInstalled: Bool { tools.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) } }
-
-    @Test(.enabled(if: toolsInstalled, "pipewire, wireplumber, dbus-daemon or pw-* tools are missing (`make deps` installs them)"))
+    @Test(.enabled(if: PipeWireDaemons.installed, "pipewire, wireplumber, dbus-daemon or pw-* tools are missing (`make deps` installs them)"))
     func hearctlTunesTheFilterInsideAPipeWireDaemon() throws {
         try exercise()
     }

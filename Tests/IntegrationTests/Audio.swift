@@ -12,11 +12,11 @@ enum Level {
         let threshold: Float = 0.001  // -60 dBFS
         guard let first = samples.firstIndex(where: { abs($0) > threshold }),
               let last = samples.lastIndex(where: { abs($0) > threshold }) else {
-            throw IntegrationError("the recording is silent (\(samples.count) samples)")
+            throw TestFailure("the recording is silent (\(samples.count) samples)")
         }
         let start = first + rate / 2, end = last - rate / 2, window = rate / 20
         guard end - start >= window * 4 else {
-            throw IntegrationError("the recording holds only \(Double(last - first) / Double(rate)) s of signal")
+            throw TestFailure("the recording holds only \(Double(last - first) / Double(rate)) s of signal")
         }
         let levels = stride(from: start, to: end - window, by: window).map {
             Signals.rms(samples[$0..<($0 + window)])

@@ -2,6 +2,7 @@
 // the PulseAudio script.
 
 import Foundation
+import TestSupport
 
 struct DropIn {
     let label: String
@@ -9,12 +10,12 @@ struct DropIn {
 
     init(_ text: String) throws {
         let code = Self.code(text)
-        guard let label = code.firstMatch(of: /label\s*=\s*"?([a-z_]+)"?/)?.1 else { throw IntegrationError("no label") }
+        guard let label = code.firstMatch(of: /label\s*=\s*"?([a-z_]+)"?/)?.1 else { throw TestFailure("no label") }
         self.label = String(label)
-        guard let block = code.firstMatch(of: /control\s*=\s*\{([^}]*)\}/)?.1 else { throw IntegrationError("no control block") }
+        guard let block = code.firstMatch(of: /control\s*=\s*\{([^}]*)\}/)?.1 else { throw TestFailure("no control block") }
         var controls: [String: Double] = [:]
         for match in block.matches(of: /"([^"]+)"\s*=\s*(-?[0-9.]+)/) {
-            guard let value = Double(match.2) else { throw IntegrationError("bad value for \(match.1)") }
+            guard let value = Double(match.2) else { throw TestFailure("bad value for \(match.1)") }
             controls[String(match.1)] = value
         }
         self.controls = controls
@@ -38,7 +39,7 @@ struct PulseLADSPASink {
         try text.split(separator: "\n").map(String.init).filter { $0.hasPrefix("load-module module-ladspa-sink ") }.map { line in
             guard let sink = line.firstMatch(of: /sink_name=([A-Za-z0-9_.]+)/)?.1,
                   let label = line.firstMatch(of: /label=([a-z_]+)/)?.1,
-                  let list = line.firstMatch(of: /control=([-0-9.,]*)/)?.1 else { throw IntegrationError("cannot read: \(line)") }
+                  let list = line.firstMatch(of: /control=([-0-9.,]*)/)?.1 else { throw TestFailure("cannot read: \(line)") }
             return PulseLADSPASink(line: line, sinkName: String(sink), label: String(label),
                                    values: list.split(separator: ",", omittingEmptySubsequences: false).map { Double($0) })
         }

@@ -7,6 +7,7 @@
 
 import Foundation
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct DebianPackageTests {
     static func onPath(_ tool: String) -> Bool { (try? Processes.which(tool)) != nil }
@@ -18,7 +19,7 @@ import Testing
     static func version() throws -> String {
         let first = try Repository.text("packaging/debian/changelog").split(separator: "\n")[0]
         guard let open = first.firstIndex(of: "("), let close = first.firstIndex(of: ")") else {
-            throw IntegrationError("no version on the changelog's first line: \(first)")
+            throw TestFailure("no version on the changelog's first line: \(first)")
         }
         return String(first[first.index(after: open)..<close])
     }

@@ -6,6 +6,7 @@
 
 import Foundation
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct DeviceTests {
     static let hearctl = Repository.url(".build/release/hearctl").path

@@ -7,6 +7,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 @Suite struct EnableTests {
     static let hearctl = Repository.url(".build/release/hearctl").path
@@ -71,11 +72,11 @@ import Testing
     static func install(_ script: String, at url: URL) throws {
         let temporary = url.path + ".new"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
-        guard fd >= 0 else { throw IntegrationError("cannot create \(temporary)") }
+        guard fd >= 0 else { throw TestFailure("cannot create \(temporary)") }
         let bytes = Array(script.utf8)
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         close(fd)
-        guard written == bytes.count, rename(temporary, url.path) == 0 else { throw IntegrationError("cannot write \(url.path)") }
+        guard written == bytes.count, rename(temporary, url.path) == 0 else { throw TestFailure("cannot write \(url.path)") }
     }
 
     @Test func restartsTheUnitsSystemdRunsForTheUser() throws {

@@ -3,6 +3,7 @@
 
 import Foundation
 import Testing
+import TestSupport
 
 @Suite struct InstallTests {
     /// Every file and folder under `root`, relative.

@@ -29,9 +29,9 @@ import TestSupport
     /// Noise floor (dBFS RMS, 4.0 to 4.9 s into the sample) and speech-to-noise ratio (dB).
     static func figures(_ recording: WAVAudio) throws -> (noise: Double, snr: Double) {
         let samples = recording.samples, rate = Double(recording.rate)
-        guard let start = samples.firstIndex(where: { abs($0) > 1e-6 }) else { throw IntegrationError("silent recording") }
+        guard let start = samples.firstIndex(where: { abs($0) > 1e-6 }) else { throw TestFailure("silent recording") }
         let at = { (seconds: Double) in start + Int(seconds * rate) }
-        guard at(leadIn + 2) < samples.count else { throw IntegrationError("short recording") }
+        guard at(leadIn + 2) < samples.count else { throw TestFailure("short recording") }
         let noise = Signals.dB(Signals.rms(samples[at(leadIn - 1)..<at(leadIn - 0.1)]))
         let speech = Signals.dB(Signals.rms(samples[at(leadIn)..<min(samples.count, at(leadIn + 4))]))
         return (noise, speech - noise)

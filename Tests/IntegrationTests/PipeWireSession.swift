@@ -1,6 +1,7 @@
-// A private, headless PipeWire for one test: its own XDG_RUNTIME_DIR, config, state and HOME, a
-// session bus, pipewire with scripts/pipewire-session.conf, and wireplumber. The repository's
-// drop-ins load from $XDG_CONFIG_HOME/pipewire/pipewire.conf.d/, exactly as on a desktop.
+// A private, headless PipeWire for one test: its own XDG_RUNTIME_DIR, config, state and HOME, and
+// TestSupport's PipeWireDaemons (a session bus, pipewire with scripts/pipewire-session.conf,
+// wireplumber). The repository's drop-ins load from $XDG_CONFIG_HOME/pipewire/pipewire.conf.d/,
+// exactly as on a desktop.
 // Stand-ins for the hardware: "hear_test_mic_input" (play into it) feeds the source
 // "hear_test_mic", the default microphone; "hear_test_speaker", the default output, is a null sink.
 
@@ -21,7 +22,7 @@ final class PipeWireSession: @unchecked Sendable {
         do { try start(plugin: plugin, installedHome: installedHome) } catch {
             let logs = "pipewire: \(processes.log("pipewire"))\nwireplumber: \(processes.log("wireplumber"))"
             processes.stopAll()
-            throw IntegrationError("\(error)\n\(logs)")
+            throw TestFailure("\(error)\n\(logs)")
         }
     }
 
@@ -29,44 +30,22 @@ final class PipeWireSession: @unchecked Sendable {
         let runtime = try processes.directory("run")
         let home = try installedHome ?? processes.directory("home")
         let config = try installedHome.map { $0.appendingPathComponent(".config") } ?? processes.directory("config")
-        processes.environment["XDG_RUNTIME_DIR"] = runtime.path
-        processes.environment["XDG_CONFIG_HOME"] = config.path
+        try PipeWireDaemons.prepare(processes, runtime: runtime, config: config,
+                                    sessionConfig: Repository.text("scripts/pipewire-session.conf"))
         processes.environment["XDG_STATE_HOME"] = try processes.directory("state").path
         processes.environment["HOME"] = home.path
-        try FileManager.default.createDirectory(at: config.appendingPathComponent("pipewire"), withIntermediateDirectories: true)
-        try Repository.text("scripts/pipewire-session.conf")
-            .write(to: config.appendingPathComponent("pipewire/pipewire.conf"), atomically: true, encoding: .utf8)
-        // WirePlumber without its Bluetooth monitor, which needs systemd-logind (scripts/wireplumber-session.lua).
-        let wireplumber = config.appendingPathComponent("wireplumber/bluetooth.lua.d")
-        try FileManager.default.createDirectory(at: wireplumber, withIntermediateDirectories: true)
-        try Repository.text("scripts/wireplumber-session.lua")
-            .write(to: wireplumber.appendingPathComponent("80-hear-session.lua"), atomically: true, encoding: .utf8)
         if installedHome == nil {
-            let dropIns = try processes.directory("config/pipewire/pipewire.conf.d")
+            let dropIns = config.appendingPathComponent("pipewire/pipewire.conf.d")
             for name in Repository.dropIns {
                 try Repository.configured("conf.d/pipewire/" + name, plugin: plugin)
                     .write(to: dropIns.appendingPathComponent(name), atomically: true, encoding: .utf8)
             }
         }
-
-        // A session bus: wireplumber does not start without one. (Not --fork: the test owns the pid.)
-        let bus = runtime.appendingPathComponent("bus")
-        let busDaemon = try processes.start("dbus-daemon", ["--session", "--nofork", "--address=unix:path=\(bus.path)"], log: "dbus")
-        processes.environment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(bus.path)"
-        try waitFor("the session bus") {
-            guard busDaemon.isRunning else { throw IntegrationError("dbus-daemon exited: \(processes.log("dbus"))") }
-            return FileManager.default.fileExists(atPath: bus.path)
-        }
-
-        let daemon = try processes.start("pipewire", [], log: "pipewire")
-        try waitFor("the PipeWire socket") {
-            guard daemon.isRunning else { throw IntegrationError("pipewire exited: \(processes.log("pipewire"))") }
-            return FileManager.default.fileExists(atPath: runtime.appendingPathComponent("pipewire-0").path)
-        }
-        let manager = try processes.start("wireplumber", [], log: "wireplumber")
+        try PipeWireDaemons.startBus(processes, runtime: runtime)
+        let manager = try PipeWireDaemons.startDaemons(processes, runtime: runtime).wireplumber
         // Ready when both chains exist and wireplumber has linked the filters' streams to the stand-ins.
         try waitFor("wireplumber to link the hear chains", timeout: 60) {
-            guard manager.isRunning else { throw IntegrationError("wireplumber exited: \(processes.log("wireplumber"))") }
+            guard manager.isRunning else { throw TestFailure("wireplumber exited: \(processes.log("wireplumber"))") }
             let links = try self.links()
             return links.contains { $0.input.hasPrefix("capture.hear_microphone:") && $0.output.hasPrefix("hear_test_mic:") }
                 && links.contains { $0.output.hasPrefix("playback.hear_speaker:") && $0.input.hasPrefix("hear_test_speaker:") }
@@ -81,7 +60,7 @@ final class PipeWireSession: @unchecked Sendable {
     func dump() throws -> [[String: Any]] {
         let output = try processes.run("pw-dump", ["--no-colors"]).output
         guard let objects = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [[String: Any]] else {
-            throw IntegrationError("pw-dump printed no list")
+            throw TestFailure("pw-dump printed no list")
         }
         return objects
     }
@@ -177,7 +156,7 @@ final class PipeWireSession: @unchecked Sendable {
                           "--channels", "\(channels)", output.path], log: "record-\(name)")
         defer { recorder.stop(signal: SIGINT) }
         try waitFor("the recorder to be linked to \(source)") {
-            guard recorder.isRunning else { throw IntegrationError("pw-record exited: \(processes.log("record-\(name)"))") }
+            guard recorder.isRunning else { throw TestFailure("pw-record exited: \(processes.log("record-\(name)"))") }
             return try links().contains { $0.input.hasPrefix(recorderName + ":") }
         }
         try before?()

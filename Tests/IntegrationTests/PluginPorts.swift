@@ -4,11 +4,12 @@
 import CLADSPA
 import Foundation
 import LADSPALoader
+import TestSupport
 
 enum PluginPorts {
     static func controlInputs(label: String, plugin: String = Repository.plugin) throws -> [String] {
         let library: LADSPALibrary
-        do { library = try LADSPALibrary(path: plugin) } catch { throw IntegrationError("\(error) (run `make` first)") }
+        do { library = try LADSPALibrary(path: plugin) } catch { throw TestFailure("\(error) (run `make` first)") }
         defer { library.close() }
         for descriptor in library.descriptors where String(cString: descriptor.pointee.Label) == label {
             return (0..<Int(descriptor.pointee.PortCount)).compactMap { port in
@@ -18,6 +19,6 @@ enum PluginPorts {
                 return String(cString: name)
             }
         }
-        throw IntegrationError("\(plugin) has no label \(label)")
+        throw TestFailure("\(plugin) has no label \(label)")
     }
 }

@@ -14,7 +14,7 @@ final class PulseAudioSession: @unchecked Sendable {
         do { try start(plugin: plugin) } catch {
             let log = processes.log("pulseaudio")
             processes.stopAll()
-            throw IntegrationError("\(error)\npulseaudio: \(log)")
+            throw TestFailure("\(error)\npulseaudio: \(log)")
         }
     }
 
@@ -39,12 +39,12 @@ final class PulseAudioSession: @unchecked Sendable {
                            "--log-target=stderr", "--log-level=notice"], log: "pulseaudio")
         // hear.pa's last line makes the microphone source; a line that failed leaves its sink out.
         try waitFor("PulseAudio to load hear.pa") {
-            guard daemon.isRunning else { throw IntegrationError("pulseaudio exited") }
+            guard daemon.isRunning else { throw TestFailure("pulseaudio exited") }
             return try processes.run("pactl", ["list", "short", "sources"], check: false).output.contains("\thear_microphone\t")
         }
         let sinks = try names("sinks")
         guard sinks.contains("hear_speaker"), sinks.contains("hear_microphone_filter") else {
-            throw IntegrationError("hear.pa did not load whole; sinks: \(sinks)")
+            throw TestFailure("hear.pa did not load whole; sinks: \(sinks)")
         }
     }
 
@@ -68,7 +68,7 @@ final class PulseAudioSession: @unchecked Sendable {
         let size = { ((try? FileManager.default.attributesOfItem(atPath: output.path)[.size]) as? Int) ?? 0 }
         // A monitor delivers silence from the start, so a growing file means the stream runs.
         try waitFor("parec to record from \(source)") {
-            guard recorder.isRunning else { throw IntegrationError("parec exited: \(processes.log("record-\(name)"))") }
+            guard recorder.isRunning else { throw TestFailure("parec exited: \(processes.log("record-\(name)"))") }
             return size() > 8192
         }
         try processes.run("paplay", ["-d", sink, file.path], timeout: 120)

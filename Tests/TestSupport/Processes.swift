@@ -1,27 +1,26 @@
-// The daemons and tools one test needs, started with TestSupport's `Command` and `ChildProcess`
-// in a private environment. Every process started here is recorded, and `stopAll()` (called from
+// The daemons and tools one test needs, started with `Command` and `ChildProcess` in a private
+// environment (IntegrationTests' sessions, HearPluginTests' PipeWire test). Every process started here is recorded, and `stopAll()` (called from
 // each test's `defer`) ends them: SIGTERM, then SIGKILL after a grace period, so a failing test
 // leaves nothing running.
 
 import Foundation
 import Glibc
-import TestSupport
 
-struct IntegrationError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct TestFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }
 
 /// The processes one test started, and the environment they share.
-final class Processes: @unchecked Sendable {
+public final class Processes: @unchecked Sendable {
     /// The private runtime, config, state and home directories live under here.
-    let root: URL
-    var environment: [String: String]
+    public let root: URL
+    public var environment: [String: String]
     private var children: [ChildProcess] = []
     /// Pids of everything started so far (for the test that checks they are all stopped).
-    var pids: [pid_t] { children.map(\.pid) }
+    public var pids: [pid_t] { children.map(\.pid) }
 
-    init(name: String) throws {
+    public init(name: String) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("hear-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         var environment = ProcessInfo.processInfo.environment
@@ -32,7 +31,7 @@ final class Processes: @unchecked Sendable {
         self.environment = environment
     }
 
-    func directory(_ name: String, mode: Int = 0o700) throws -> URL {
+    public func directory(_ name: String, mode: Int = 0o700) throws -> URL {
         let url = root.appendingPathComponent(name)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: mode])
         return url
@@ -40,11 +39,11 @@ final class Processes: @unchecked Sendable {
 
     /// Starts a program in the background; its output goes to `<root>/<log>.log`.
     @discardableResult
-    func start(_ tool: String, _ arguments: [String], log: String) throws -> ChildProcess {
+    public func start(_ tool: String, _ arguments: [String], log: String) throws -> ChildProcess {
         let path = root.appendingPathComponent(log + ".log").path
         let child: ChildProcess
         do { child = try ChildProcess(try Self.which(tool), arguments, environment: environment, stdout: path, stderr: path) } catch {
-            throw IntegrationError("\(error)")
+            throw TestFailure("\(error)")
         }
         children.append(child)
         return child
@@ -52,40 +51,40 @@ final class Processes: @unchecked Sendable {
 
     /// Runs a short command to completion; fails after `timeout` seconds, or on a non-zero exit when `check`.
     @discardableResult
-    func run(_ tool: String, _ arguments: [String], timeout: Double = 30, check: Bool = true) throws -> CommandResult {
+    public func run(_ tool: String, _ arguments: [String], timeout: Double = 30, check: Bool = true) throws -> CommandResult {
         let path = try Self.which(tool)
         let result: CommandResult
         do { result = try Command.run(path, arguments, environment: environment, timeout: timeout, mergingOutput: true) } catch {
-            throw IntegrationError("\(error)")
+            throw TestFailure("\(error)")
         }
-        if check && result.status != 0 { throw IntegrationError("\(tool) \(arguments.joined(separator: " ")) exited \(result.status): \(result.output)") }
+        if check && result.status != 0 { throw TestFailure("\(tool) \(arguments.joined(separator: " ")) exited \(result.status): \(result.output)") }
         return result
     }
 
     /// Ends every process this test started, newest first, and removes the directory tree.
-    func stopAll(keepFiles: Bool = false) {
+    public func stopAll(keepFiles: Bool = false) {
         for child in children.reversed() { child.stop(timeout: 5) }
         children = []
         if !keepFiles { try? FileManager.default.removeItem(at: root) }
     }
 
     /// The end of a log written by `start`, for failure messages.
-    func log(_ name: String) -> String {
+    public func log(_ name: String) -> String {
         let text = (try? String(contentsOf: root.appendingPathComponent(name + ".log"), encoding: .utf8)) ?? ""
         return String(text.suffix(3000))
     }
 
-    static func which(_ tool: String) throws -> String {
-        do { return try Command.which(tool) } catch { throw IntegrationError("\(error)") }
+    public static func which(_ tool: String) throws -> String {
+        do { return try Command.which(tool) } catch { throw TestFailure("\(error)") }
     }
 }
 
 /// Polls `condition` every 50 ms until it holds; throws with `what` after `timeout` seconds.
-func waitFor(_ what: String, timeout: Double = 30, _ condition: () throws -> Bool) throws {
+public func waitFor(_ what: String, timeout: Double = 30, _ condition: () throws -> Bool) throws {
     let deadline = Date().addingTimeInterval(timeout)
     while true {
         if try condition() { return }
-        if Date() > deadline { throw IntegrationError("timed out after \(timeout) s waiting for \(what)") }
+        if Date() > deadline { throw TestFailure("timed out after \(timeout) s waiting for \(what)") }
         usleep(50_000)
     }
 }
