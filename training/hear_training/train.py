@@ -13,9 +13,9 @@ wideband mixture does not teach the model that speech stops at 4 kHz. Per step: 
 (the clean speech's mean band level above -75 dB).
 
 Model (mirrored by Sources/HearDSP/NoiseSuppression/GainModel.swift, which reads the sizes from the
-blob's header): dense 130 -> DENSE (tanh), GRU HIDDEN, GRU HIDDEN, dense [h1; h2] -> 33 (sigmoid:
+blob's header): dense 163 -> DENSE (tanh), GRU HIDDEN, GRU HIDDEN, dense [h1; h2] -> 33 (sigmoid:
 32 band gains, speech probability); DENSE = HIDDEN = 64 by default (--dense, --hidden; multiples
-of 8), 62,561 weights.
+of 8), 64,673 weights.
 Loss: squared error of the gains' square roots (RNNoise's measure), counted double where the model
 attenuates more than the target (a lost syllable costs more than a little noise), plus 0.5 x the
 speech activity's cross-entropy.
@@ -48,11 +48,11 @@ import time
 import numpy as np
 
 BANDS = 32
-FEATURES = 4 * BANDS + 2
+FEATURES = 5 * BANDS + 3
 ROW = FEATURES + 3 * BANDS
 # Changes with what a checkpoint is trained for (row layout, targets, loss, training scheme): a run
 # resumes only from a checkpoint of the same version, sizes and data (see `fingerprint`).
-LOSS_VERSION = 2
+LOSS_VERSION = 3
 DENSE, HIDDEN, OUTPUTS, STRIDE = 64, 64, BANDS + 1, 1
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BLOB = os.path.join(ROOT, "Sources/CHearModel/hear-model.bin")
@@ -127,7 +127,7 @@ def ignored_bands(entry, rate):
 
 
 def load(directory, limit=None):
-    """Per clip: features (T, 130) float32, gain targets (T, 32) float16 (-1 = ignore), activity
+    """Per clip: features (T, 163) float32, gain targets (T, 32) float16 (-1 = ignore), activity
     (T,) uint8; and how many (clip, band) targets the speech top took out."""
     info = manifest(directory)
     rate = info.get("rate", 48000) if info else 48000
@@ -253,7 +253,7 @@ def build_model(torch, dense=DENSE, hidden=HIDDEN):
             self.out = nn.Linear(2 * hidden, OUTPUTS)
 
         def forward(self, x, state=None, fast=True):
-            """x: (B, T, 130); state: each GRU's (1, B, H) state or None (zeros). The outputs
+            """x: (B, T, 163); state: each GRU's (1, B, H) state or None (zeros). The outputs
             (B, T, 33) and the GRUs' last states. fast=False runs PyTorch's own GRU."""
             if not fast:
                 h1_0, h2_0 = state if state is not None else (None, None)

@@ -6,20 +6,31 @@
 //
 // Features, once per model step (every statistics update: every frame, 2.67 ms), per band b of
 // SpeechBands (32), each scaled to about -2.5...2.5:
-//   [b]       level: band power as dB, (dB + 50) / 20; the power is the band's mean bin power read as
-//             a level at 48 kHz (a band-limited signal gives the same level at every rate), floored
-//             at -100 dB, which is also what a band above the Nyquist frequency reads
-//   [32 + b]  the level's change since the last step, within ±2 (0 in a band without bins)
+//   [b]       level against its own running mean (3 s): the band's level in dB minus that mean,
+//             / 20, -2...3. A microphone's response and gain shift a band's level and its mean
+//             alike, so the feature does not depend on the recording chain (0 in a band without bins)
+//   [32 + b]  the level's change since the last step, dB / 20, within ±2 (0 in a band without bins)
 //   [64 + b]  posterior SNR: band power over the classical noise estimate, dB / 20, -1...3
 //   [96 + b]  a-priori SNR: the classical clean-speech estimate (LSA gain² · power) over the noise
 //             estimate, dB / 20, -1.25...3
-//   [128]     the classical gate's openness (SpeechActivity), [129] its periodicity.
+//   [128 + b] pitch correlation: the band's normalized correlation between this frame and the
+//             signal one pitch period (the lag the gate found) earlier, Σ Re(X P*) / √(Σ|X|² Σ|P|²)
+//             over the band's bins, -1...1, as RNNoise computes it. A voice's harmonics repeat
+//             after one period (0.9 and more below 2 kHz in LearnedFeaturesTests), noise between
+//             them and noise without a pitch far less (white noise about 0.2: frames a period
+//             apart share most of their samples). P is the
+//             spectrum of the frame j hops earlier (j = the lag in hops, rounded; kept for that),
+//             moved by the remaining fraction of a hop as a phase ramp, not a transform of its own
+//   [160]     the classical gate's openness (SpeechActivity), [161] its periodicity,
+//   [162]     the frame's level: the mean over bands with bins of (dB + 50) / 20, where a band's
+//             power is read as a level at 48 kHz (a band-limited signal gives the same level at every
+//             rate), floored at -100 dB (digital silence reads -2.5).
 // The estimate is read unscaled: ns.sensitivity moves the model's input only through the clean
 // estimate. Training (training/) computes the same features with this very code
 // (hear-features), so the model never sees features from another implementation.
 
 extension NoiseSuppressor {
-    public static let featureCount = 4 * SpeechBandLayout.count + 2
+    public static let featureCount = 5 * SpeechBandLayout.count + 3
     /// Statistics updates per model step: every update, so every frame applies the gains computed
     /// from it (2.67 ms at every rate).
     public static let modelStride = 1
@@ -27,6 +38,8 @@ extension NoiseSuppressor {
 
 struct LearnedGains: ~Copyable {
     static let levelFloorDB: Float = -100
+    /// The running mean that a band's level is read against (feature [b]).
+    static let levelMeanSeconds = 3.0
     /// The smallest gain the blend reads (-180 dB): log2 of it stays finite.
     static let tiny: Float = 1e-9
     /// How far (log2 of a gain: 0.25 is 1.5 dB) the estimator's shape may lift a bin above the
@@ -62,14 +75,40 @@ struct LearnedGains: ~Copyable {
     /// bin, then spread to every bin.
     let statsFloor: UnsafeMutablePointer<Float>
     let binFloor: UnsafeMutablePointer<Float>
+    /// Per band: the running mean of the level feature; the cross power of this frame with the one
+    /// a pitch period earlier, and that frame's power (scratch).
+    let levelMean: UnsafeMutablePointer<Float>
+    let bandCross: UnsafeMutablePointer<Float>
+    let bandDelayed: UnsafeMutablePointer<Float>
+    /// The last `pastFrames` spectra of the first channel (a ring, `bins` each), for the pitch
+    /// correlation: a lag reaches up to half the frame (SpeechActivity), N / 2M hops.
+    let pastReal: UnsafeMutablePointer<Float>
+    let pastImaginary: UnsafeMutablePointer<Float>
+    let pastFrames: Int
+    /// The cross spectrum's imaginary part (scratch), and the lag's refinement: ± samples, over the
+    /// bins to 4 kHz.
+    let crossImaginary: UnsafeMutablePointer<Float>
+    /// The power of the frame a pitch period earlier, per bin (scratch).
+    let delayedPower: UnsafeMutablePointer<Float>
+    let refineRange: Int
+    let refineBins: Int
+    var newestPast = 0
+    let hop: Int
     /// Band power to the level at 48 kHz (see the header).
     let levelScale: Float
+    /// The level mean's step per model step, and whether it holds a level yet (it starts at the
+    /// first frame's: a stream does not start from silence).
+    let levelMeanRate: Float
+    var levelMeanPrimed = false
+    /// The transform length: the pitch lag's phase per bin is 2π lag / N.
+    let frameLength: Int
     /// The model's speech probability, last step.
     var speech: Float = 0
     /// Model steps taken (or feature sets computed) since init.
     var steps = 0
 
-    init(sampleRate: Double, frameLength n: Int, powerNormalization: Float, stats: StatisticsBins, arena: inout Arena) {
+    init(sampleRate: Double, frameLength n: Int, stepSeconds: Double, powerNormalization: Float, stats: StatisticsBins,
+         arena: inout Arena) {
         self.stats = stats
         bands = SpeechBands(sampleRate: sampleRate, frameLength: n, arena: &arena)
         let gainModel = GainModel(blob: GainModel.compiledBlob, allocate: { arena.floats($0) })
@@ -87,13 +126,32 @@ struct LearnedGains: ~Copyable {
         binScratch = arena.floats(stats.bins)
         statsFloor = arena.floats(stats.count, 1)
         binFloor = arena.floats(stats.bins, 1)
+        levelMean = arena.floats(count)
+        bandCross = arena.floats(count)
+        bandDelayed = arena.floats(count)
+        let m = max(1, truncatedInt(stepSeconds * sampleRate + 0.5))
+        hop = m
+        pastFrames = n / (2 &* m) &+ 2
+        pastReal = arena.floats(pastFrames &* stats.bins)
+        pastImaginary = arena.floats(pastFrames &* stats.bins)
+        crossImaginary = arena.floats(stats.bins)
+        delayedPower = arena.floats(stats.bins)
+        refineRange = max(1, truncatedInt(sampleRate / 6000))
+        refineBins = min(stats.bins, truncatedInt(4000 * Double(n) / sampleRate) &+ 1)
         levelScale = powerNormalization * Float(n) * Float(48000 / sampleRate)
+        levelMeanRate = Float(1 - LibM.exp(-stepSeconds / Self.levelMeanSeconds))
+        frameLength = n
     }
 
     mutating func reset() {
         restart()
         speech = 0
         previousLevel.fill((Self.levelFloorDB + 50) * 0.05, count: SpeechBandLayout.count)
+        levelMean.fill(0, count: SpeechBandLayout.count)
+        levelMeanPrimed = false
+        pastReal.fill(0, count: pastFrames &* stats.bins)
+        pastImaginary.fill(0, count: pastFrames &* stats.bins)
+        newestPast = 0
         binGain.fill(1, count: stats.bins)
     }
 
@@ -103,17 +161,56 @@ struct LearnedGains: ~Copyable {
         bandGain.fill(1, count: SpeechBandLayout.count)
     }
 
-    /// Writes the features into the model's input, from this frame's power (every bin), the noise
-    /// and clean-speech estimates (per statistics bin) and the gate's state.
-    @inline(__always) func computeFeatures(framePower: UnsafePointer<Float>, noise: UnsafePointer<Float>,
-                                           clean: UnsafePointer<Float>, openness: Float, periodicity: Float) {
+    /// Writes the features into the model's input, from this frame's power (every bin) and first
+    /// channel's spectrum, the noise and clean-speech estimates (per statistics bin) and the gate's
+    /// state and pitch lag (samples).
+    @inline(__always) mutating func computeFeatures(framePower: UnsafePointer<Float>, spectrumReal: UnsafePointer<Float>,
+                                                    spectrumImaginary: UnsafePointer<Float>, noise: UnsafePointer<Float>,
+                                                    clean: UnsafePointer<Float>, openness: Float, periodicity: Float,
+                                                    pitchSamples: Float) {
         let count = SpeechBandLayout.count
+        let bins = stats.bins
         stats.expand(noise, into: binScratch)
         bands.average(binScratch, into: bandNoise)
         stats.expand(clean, into: binScratch)
         bands.average(binScratch, into: bandClean)
+        // The frame a pitch period earlier: `back` hops ago, moved by the rest of the lag (at most
+        // half a hop either way) as a phase ramp of `turn` per bin, by a rotation per bin (one sin
+        // and cos a frame; the rounding over 1,000 bins stays near 1e-5).
+        let back = min(max(truncatedInt(Double(pitchSamples) / Double(hop) + 0.5), 1), pastFrames &- 1)
+        let rest = Double(pitchSamples) - Double(back &* hop)
+        let slot = newestPast &- back &+ 1 < 0 ? newestPast &- back &+ 1 &+ pastFrames : newestPast &- back &+ 1
+        let re = pastReal + slot &* bins, im = pastImaginary + slot &* bins
+        // X · conj(P e^{-i turn k}) = X · conj(P) · e^{i turn k}: the cross spectrum first, P's
+        // power, and this frame into the ring (a slot `back` >= 1 frames from the one read).
+        let newestSlot = newestPast &+ 1 == pastFrames ? 0 : newestPast &+ 1
+        let newestRe = pastReal + newestSlot &* bins, newestIm = pastImaginary + newestSlot &* bins
+        for k in upTo(bins) {
+            let xr = spectrumReal[k], xi = spectrumImaginary[k], pr = re[k], pi = im[k]
+            binScratch[k] = xr * pr + xi * pi
+            crossImaginary[k] = xi * pr - xr * pi
+            delayedPower[k] = pr * pr + pi * pi
+            newestRe[k] = xr
+            newestIm[k] = xi
+        }
+        newestPast = newestSlot
+        bands.average(delayedPower, into: bandDelayed)
+        // The gate's lag can be a few samples off (its correlation is that of the power in
+        // 200 Hz-2 kHz): the lag within ±`refineRange` samples that correlates best to 4 kHz counts.
+        var best = rest, bestSum = -Float.greatestFiniteMagnitude
+        for offset in loop(from: -refineRange, upTo: refineRange &+ 1) {
+            let candidate = rest + Double(offset)
+            let sum = Self.rotatedSum(binScratch, crossImaginary, count: refineBins,
+                                      turn: 2 * Double.pi * candidate / Double(frameLength))
+            if sum > bestSum { bestSum = sum; best = candidate }
+        }
+        Self.rotate(binScratch, crossImaginary, count: bins, turn: 2 * Double.pi * best / Double(frameLength))
+        bands.average(binScratch, into: bandCross)
         bands.average(framePower, into: bandEnergy)
         let f = model.features
+        let meanRate = levelMeanPrimed ? levelMeanRate : 1
+        levelMeanPrimed = true
+        var levelSum: Float = 0, levelBands: Float = 0
         for b in upTo(count) {
             let has: Float = bands.inverseWeight[b] > 0 ? 1 : 0
             let power = bandEnergy[b]
@@ -121,7 +218,10 @@ struct LearnedGains: ~Copyable {
             bandEnergy[b] = level
             let levelDB = max(Decibels.fastFromPower(max(level, 1e-30)), Self.levelFloorDB)
             let feature = (levelDB + 50) * 0.05
-            f[b] = feature
+            levelSum += has * feature
+            levelBands += has
+            levelMean[b] += meanRate * (feature - levelMean[b])
+            f[b] = has * min(max(feature - levelMean[b], -2), 3)
             f[count + b] = has * min(max(feature - previousLevel[b], -2), 2)
             previousLevel[b] = feature
             let noiseFloor = max(bandNoise[b], 1e-30)
@@ -129,9 +229,58 @@ struct LearnedGains: ~Copyable {
             let priori = Decibels.fastFromPower(max(bandClean[b], 1e-30) / noiseFloor) * 0.05
             f[2 * count + b] = has * min(max(posterior, -1), 3)
             f[3 * count + b] = has * min(max(priori, -1.25), 3)
+            let energies = power * bandDelayed[b]
+            f[4 * count + b] = energies > 1e-30 ? min(max(bandCross[b] / LibM.sqrt(energies), -1), 1) : 0
         }
-        f[4 * count] = openness
-        f[4 * count + 1] = periodicity
+        f[5 * count] = openness
+        f[5 * count + 1] = periodicity
+        f[5 * count + 2] = levelBands > 0 ? levelSum / levelBands : (Self.levelFloorDB + 50) * 0.05
+    }
+
+    /// e^{i turn l} for the lanes l = 0...3, and e^{i 4 turn}, the step from one vector of bins
+    /// to the next: four rotations side by side, so that no bin waits on the one before.
+    @inline(__always) static func phases(_ turn: Double) -> (cos: SIMD4<Float>, sin: SIMD4<Float>, stepCos: Float, stepSin: Float) {
+        let c1 = LibM.cos(turn), s1 = LibM.sin(turn)
+        let c2 = c1 * c1 - s1 * s1, s2 = 2 * c1 * s1
+        let c3 = c2 * c1 - s2 * s1, s3 = s2 * c1 + c2 * s1
+        return (SIMD4(1, Float(c1), Float(c2), Float(c3)), SIMD4(0, Float(s1), Float(s2), Float(s3)),
+                Float(c2 * c2 - s2 * s2), Float(2 * c2 * s2))
+    }
+
+    /// Σ Re(z_k e^{i turn k}) over k < count, z_k = real[k] + i imaginary[k].
+    @inline(__always) static func rotatedSum(_ real: UnsafeMutablePointer<Float>, _ imaginary: UnsafeMutablePointer<Float>,
+                                             count: Int, turn: Double) -> Float {
+        var (c, s, stepCos, stepSin) = phases(turn)
+        var sum = SIMD4<Float>(repeating: 0)
+        var k = 0
+        while k &+ 4 <= count {
+            sum += load4(real + k) * c - load4(imaginary + k) * s
+            (c, s) = (c * stepCos - s * stepSin, s * stepCos + c * stepSin)
+            k &+= 4
+        }
+        // The last 0-3 bins, from the lanes by name (a SIMD subscript checks its index).
+        var total = sum.sum()
+        let left = count &- k
+        if left > 0 { total += real[k] * c.x - imaginary[k] * s.x }
+        if left > 1 { total += real[k &+ 1] * c.y - imaginary[k &+ 1] * s.y }
+        if left > 2 { total += real[k &+ 2] * c.z - imaginary[k &+ 2] * s.z }
+        return total
+    }
+
+    /// real[k] = Re(z_k e^{i turn k}) for k < count, z_k = real[k] + i imaginary[k].
+    @inline(__always) static func rotate(_ real: UnsafeMutablePointer<Float>, _ imaginary: UnsafeMutablePointer<Float>,
+                                         count: Int, turn: Double) {
+        var (c, s, stepCos, stepSin) = phases(turn)
+        var k = 0
+        while k &+ 4 <= count {
+            store4(real + k, load4(real + k) * c - load4(imaginary + k) * s)
+            (c, s) = (c * stepCos - s * stepSin, s * stepCos + c * stepSin)
+            k &+= 4
+        }
+        let left = count &- k
+        if left > 0 { real[k] = real[k] * c.x - imaginary[k] * s.x }
+        if left > 1 { real[k &+ 1] = real[k &+ 1] * c.y - imaginary[k &+ 1] * s.y }
+        if left > 2 { real[k &+ 2] = real[k &+ 2] * c.z - imaginary[k &+ 2] * s.z }
     }
 
     /// One model step: the band gains spread to the bins, applied to this very frame. No hold

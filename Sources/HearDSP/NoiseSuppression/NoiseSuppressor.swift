@@ -7,8 +7,9 @@
 //   StatisticsBins    where the statistics run: every bin to 4 kHz, pairs to 8 kHz, eights above
 //   NoiseEstimate     the noise power per statistics bin (speech-presence tracking, minimum ceiling)
 //   SpectralGain      the OM-LSA gain rule against that estimate
-//   SpeechActivity    the gate: whether anybody speaks at all
-//   LearnedGains      the model's features, its step and the blend of its gains with the rule's
+//   SpeechActivity    the gate: whether anybody speaks at all; and the pitch the model's features read
+//   LearnedGains      the model's features (levels, pitch correlation, the estimator's SNRs), its step
+//                     and the blend of its gains with the rule's
 //   GainModel         the model itself (a GRU)
 //   KeyClickLimit     in learned mode, while somebody types: a bin's power rises 3 dB a frame at most
 // Every frame (a hop of M samples) is analysed, its statistics and gains are updated from its own
@@ -122,7 +123,8 @@ public struct NoiseSuppressor: ~Copyable {
                                         arena: &arena)
         let activity = SpeechActivity(sampleRate: sampleRate, frameLength: n, analysisWindow: bank.analysisWindow,
                                       updateSeconds: frameSeconds, statsFirst: stats.first, statsBins: stats.count, arena: &arena)
-        let learnedGains = LearnedGains(sampleRate: sampleRate, frameLength: n, powerNormalization: bank.powerNormalization,
+        let learnedGains = LearnedGains(sampleRate: sampleRate, frameLength: n, stepSeconds: frameSeconds,
+                                        powerNormalization: bank.powerNormalization,
                                         stats: stats, arena: &arena)
         let clickLimit = KeyClickLimit(sampleRate: sampleRate, hop: m, frameLength: n, arena: &arena)
         appliedGain = arena.floats(bins, 1)
@@ -262,8 +264,12 @@ public struct NoiseSuppressor: ~Copyable {
         if target > 0 && learnedMix == 0 { learnedGains.restart() }
         let running = available && (target > 0 || learnedMix > 0)
         if running || recordsFeatures {
-            learnedGains.computeFeatures(framePower: bank.binPower, noise: estimate.noise, clean: spectralGain.cleanPower,
-                                         openness: activity.openness, periodicity: activity.periodicity)
+            activity.findPitch(power: estimate.power)
+            learnedGains.computeFeatures(framePower: bank.binPower, spectrumReal: bank.spectrumReal,
+                                         spectrumImaginary: bank.spectrumImaginary, noise: estimate.noise,
+                                         clean: spectralGain.cleanPower,
+                                         openness: activity.openness, periodicity: activity.periodicity,
+                                         pitchSamples: activity.pitchSamples)
             if running { learnedGains.step() }
             learnedGains.steps &+= 1
         }

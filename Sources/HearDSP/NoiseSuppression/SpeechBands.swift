@@ -37,6 +37,9 @@ struct SpeechBands {
     let upperShare: UnsafeMutablePointer<Float>
     /// Per band: 1 / the sum of its bins' weights (0 for a band without bins).
     let inverseWeight: UnsafeMutablePointer<Float>
+    /// Per band (and one past the last): the first bin whose lower band it is. `lower` never falls
+    /// with the bin, so band b is the lower band of bins lowerStart[b] ..< lowerStart[b + 1].
+    let lowerStart: UnsafeMutablePointer<Int>
 
     init(sampleRate: Double, frameLength n: Int, arena: inout Arena) {
         let bins = n / 2 &+ 1
@@ -62,19 +65,30 @@ struct SpeechBands {
             weights[band] += 1 - share
         }
         for b in upTo(count) where weights[b] > 0 { inverseWeight[b] = Float(1 / weights[b]) }
+        lowerStart = arena.ints(count &+ 1)
+        var k = 0
+        for b in upTo(count &+ 1) {
+            while k < bins && lower[k] < b { k &+= 1 }
+            lowerStart[b] = k
+        }
     }
 
     /// Mean of `values` (per bin) over each band's triangle, into `bands` (count). Bins must be
-    /// `bins` long; bands without bins read 0.
+    /// `bins` long; bands without bins read 0. Summed per lower band in registers: a bin's two
+    /// shares added straight into `bands` wait on each other's stores.
     @inline(__always) func average(_ values: UnsafePointer<Float>, into bands: UnsafeMutablePointer<Float>) {
         let count = SpeechBandLayout.count
         for b in upTo(count) { bands[b] = 0 }
-        for k in upTo(bins) {
-            let b = lower[k], share = upperShare[k], v = values[k]
-            bands[b] += (1 - share) * v
-            // The last band's share is 0, so writing its (nonexistent) upper neighbour is avoided by index.
-            let upper = b &+ 1 < count ? b &+ 1 : b
-            bands[upper] += share * v
+        for b in upTo(count) {
+            var lowerSum: Float = 0, upperSum: Float = 0
+            for k in loop(from: lowerStart[b], upTo: lowerStart[b &+ 1]) {
+                let v = values[k], up = upperShare[k] * v
+                upperSum += up
+                lowerSum += v - up
+            }
+            bands[b] += lowerSum
+            // The last band's share is 0, so its (nonexistent) upper neighbour gets nothing.
+            if b &+ 1 < count { bands[b &+ 1] += upperSum }
         }
         for b in upTo(count) { bands[b] *= inverseWeight[b] }
     }
