@@ -198,7 +198,7 @@ struct LearnedGains: ~Copyable {
         // The gate's lag can be a few samples off (its correlation is that of the power in
         // 200 Hz-2 kHz): the lag within ±`refineRange` samples that correlates best to 4 kHz counts.
         var best = rest, bestSum = -Float.greatestFiniteMagnitude
-        for offset in loop(from: -refineRange, upTo: refineRange &+ 1) {
+        for offset in loop(from: 0 &- refineRange, upTo: refineRange &+ 1) {
             let candidate = rest + Double(offset)
             let sum = Self.rotatedSum(binScratch, crossImaginary, count: refineBins,
                                       turn: 2 * Double.pi * candidate / Double(frameLength))
