@@ -129,8 +129,8 @@ struct LearnedGains: ~Copyable {
         levelMean = arena.floats(count)
         bandCross = arena.floats(count)
         bandDelayed = arena.floats(count)
-        hop = m
-        pastFrames = n / (2 &* m) &+ 2
+        hop = max(1, m)  // held at 1 and above, so the division below cannot trap
+        pastFrames = n / (2 &* hop) &+ 2
         pastReal = arena.floats(pastFrames &* stats.bins)
         pastImaginary = arena.floats(pastFrames &* stats.bins)
         crossImaginary = arena.floats(stats.bins)
