@@ -107,7 +107,7 @@ struct LearnedGains: ~Copyable {
     /// Model steps taken (or feature sets computed) since init.
     var steps = 0
 
-    init(sampleRate: Double, frameLength n: Int, hop m: Int, powerNormalization: Float, stats: StatisticsBins,
+    init(sampleRate: Double, frameLength n: Int, stepSeconds: Double, powerNormalization: Float, stats: StatisticsBins,
          arena: inout Arena) {
         self.stats = stats
         bands = SpeechBands(sampleRate: sampleRate, frameLength: n, arena: &arena)
@@ -129,8 +129,9 @@ struct LearnedGains: ~Copyable {
         levelMean = arena.floats(count)
         bandCross = arena.floats(count)
         bandDelayed = arena.floats(count)
-        hop = max(1, m)  // held at 1 and above, so the division below cannot trap
-        pastFrames = n / (2 &* hop) &+ 2
+        let m = max(1, truncatedInt(stepSeconds * sampleRate + 0.5))
+        hop = m
+        pastFrames = n / (2 &* m) &+ 2
         pastReal = arena.floats(pastFrames &* stats.bins)
         pastImaginary = arena.floats(pastFrames &* stats.bins)
         crossImaginary = arena.floats(stats.bins)
@@ -138,7 +139,7 @@ struct LearnedGains: ~Copyable {
         refineRange = max(1, truncatedInt(sampleRate / 6000))
         refineBins = min(stats.bins, truncatedInt(4000 * Double(n) / sampleRate) &+ 1)
         levelScale = powerNormalization * Float(n) * Float(48000 / sampleRate)
-        levelMeanRate = Float(1 - LibM.exp(-(Double(m) / sampleRate) / Self.levelMeanSeconds))
+        levelMeanRate = Float(1 - LibM.exp(-stepSeconds / Self.levelMeanSeconds))
         frameLength = n
     }
 

@@ -123,7 +123,7 @@ public struct NoiseSuppressor: ~Copyable {
                                         arena: &arena)
         let activity = SpeechActivity(sampleRate: sampleRate, frameLength: n, analysisWindow: bank.analysisWindow,
                                       updateSeconds: frameSeconds, statsFirst: stats.first, statsBins: stats.count, arena: &arena)
-        let learnedGains = LearnedGains(sampleRate: sampleRate, frameLength: n, hop: m,
+        let learnedGains = LearnedGains(sampleRate: sampleRate, frameLength: n, stepSeconds: frameSeconds,
                                         powerNormalization: bank.powerNormalization,
                                         stats: stats, arena: &arena)
         let clickLimit = KeyClickLimit(sampleRate: sampleRate, hop: m, frameLength: n, arena: &arena)

@@ -38,10 +38,23 @@ public struct SpeechActivity: ~Copyable {
     static let holdSeconds = 0.3
     static let closeSeconds = 0.1
 
-    /// The gate's correlation of the voicing band, and the four times finer one `findPitch` reads.
-    let correlation: LagCorrelation
-    let fine: LagCorrelation
+    let fft: RealFFT
+    let real: UnsafeMutablePointer<Float>
+    let imaginary: UnsafeMutablePointer<Float>
+    let correlation: UnsafeMutablePointer<Float>
+    /// Per correlation lag: the window's autocorrelation at lag 0 over the one at this lag.
+    let lagNormalization: UnsafeMutablePointer<Float>
     let voicingLow: Int, voicingHigh: Int
+    let lagFirst: Int, lagLast: Int
+    /// The pitch's finer correlation (`findPitch`): its transform, buffers, per-lag normalization,
+    /// lag range and samples per lag.
+    let fineFFT: RealFFT
+    let fineReal: UnsafeMutablePointer<Float>
+    let fineImaginary: UnsafeMutablePointer<Float>
+    let fineCorrelation: UnsafeMutablePointer<Float>
+    let fineNormalization: UnsafeMutablePointer<Float>
+    let fineFirst: Int, fineLast: Int
+    let fineSamplesPerLag: Float
     /// Sub-band edges (statistics bins), `bandCount + 1` of them; band 0 is the low band of the onset rule.
     let bandEdges: UnsafeMutablePointer<Int>
     /// Spectrum bins per statistics bin.
@@ -72,9 +85,39 @@ public struct SpeechActivity: ~Copyable {
         voicingLow = bin(200)
         voicingHigh = max(voicingLow &+ 1, min(bin(2000), singleBins))
         // Long enough to hold the band: lag j of the correlation is j · n / size samples.
-        let window = WindowCorrelation(analysisWindow, frameLength: n)
-        correlation = LagCorrelation(size: 2 &* voicingHigh &+ 2, window: window, sampleRate: sampleRate, arena: &arena)
-        fine = LagCorrelation(size: 4 &* correlation.fft.size, window: window, sampleRate: sampleRate, arena: &arena)
+        fft = RealFFT(size: 2 &* voicingHigh &+ 2)
+        let size = fft.size
+        real = arena.floats(size / 2 &+ 1)
+        imaginary = arena.floats(size / 2 &+ 1)
+        correlation = arena.floats(size)
+        let step = Double(n) / Double(size)
+        lagFirst = max(1, truncatedInt(0.0025 * sampleRate / step) &+ 1)
+        lagLast = max(lagFirst, size / 2 &- 1)
+        lagNormalization = arena.floats(size / 2 &+ 1)
+        func windowCorrelation(_ lag: Int) -> Double {
+            var sum = 0.0
+            for i in upTo(n &- lag) { sum += Double(analysisWindow[i]) * Double(analysisWindow[i &+ lag]) }
+            return sum
+        }
+        let zero = windowCorrelation(0)
+        for j in upTo(size / 2 &+ 1) {
+            let lag = min(n &- 1, truncatedInt(Double(j) * step + 0.5))
+            lagNormalization[j] = Float(zero / max(windowCorrelation(lag), zero * 1e-3))
+        }
+        fineFFT = RealFFT(size: 4 &* size)
+        let fineSize = fineFFT.size
+        fineReal = arena.floats(fineSize / 2 &+ 1)
+        fineImaginary = arena.floats(fineSize / 2 &+ 1)
+        fineCorrelation = arena.floats(fineSize)
+        fineNormalization = arena.floats(fineSize / 2 &+ 1)
+        let fineStep = Double(n) / Double(fineSize)
+        fineSamplesPerLag = Float(fineStep)
+        fineFirst = max(1, truncatedInt(0.0025 * sampleRate / fineStep) &+ 1)
+        fineLast = max(fineFirst, fineSize / 2 &- 1)
+        for j in upTo(fineSize / 2 &+ 1) {
+            let lag = min(n &- 1, truncatedInt(Double(j) * fineStep + 0.5))
+            fineNormalization[j] = Float(zero / max(windowCorrelation(lag), zero * 1e-3))
+        }
         // In statistics bins: the first whose spectrum bins start at or above each edge.
         let edgeHz: InlineArray<5, Double> = [300, 1000, 2000, 4000, 8000]
         bandCount = 4
@@ -107,27 +150,32 @@ public struct SpeechActivity: ~Copyable {
     /// 30 % of the highest counts (the highest is often a multiple of the period: normalized by
     /// the window, long lags are lifted, and held at lag 0's value).
     @_noLocks public mutating func findPitch(power: UnsafePointer<Float>) {
-        fine.compute(power, from: voicingLow, upTo: voicingHigh)
-        let ceiling = fine.values[0]
-        func value(_ j: Int) -> Float { min(fine.normalized(j), ceiling) }
-        var peak: Float = 0, peakLag = fine.first
-        for j in loop(from: fine.first, upTo: fine.last &+ 1) {
-            let here = value(j)
-            if here > peak { peak = here; peakLag = j }
+        for k in loop(from: voicingLow, upTo: voicingHigh) { fineReal[k] = power[k] }
+        fineFFT.inverse(real: fineReal, imaginary: fineImaginary, output: fineCorrelation)
+        let ceiling = fineCorrelation[0]
+        let last = fineFFT.size / 2
+        var peak: Float = 0, peakLag = fineFirst
+        for j in loop(from: fineFirst, upTo: fineLast &+ 1) {
+            let value = min(fineCorrelation[j] * fineNormalization[j], ceiling)
+            if value > peak { peak = value; peakLag = j }
         }
         var lag = peakLag
-        for j in loop(from: fine.first, upTo: peakLag) {
-            let here = value(j)
-            if here >= 0.7 * peak && here >= value(j &- 1) && here >= value(j &+ 1) {
+        for j in loop(from: fineFirst, upTo: peakLag) {
+            let here = min(fineCorrelation[j] * fineNormalization[j], ceiling)
+            let before = min(fineCorrelation[j &- 1] * fineNormalization[j &- 1], ceiling)
+            let after = min(fineCorrelation[j &+ 1] * fineNormalization[j &+ 1], ceiling)
+            if here >= 0.7 * peak && here >= before && here >= after {
                 lag = j
                 break
             }
         }
-        let here = fine.normalized(lag), before = fine.normalized(lag &- 1)
-        let after = fine.normalized(min(lag &+ 1, fine.fft.size / 2))
+        let next = min(lag &+ 1, last)
+        let here = fineCorrelation[lag] * fineNormalization[lag]
+        let before = fineCorrelation[lag &- 1] * fineNormalization[lag &- 1]
+        let after = fineCorrelation[next] * fineNormalization[next]
         let curvature = before - 2 * here + after
         let offset = curvature < 0 ? min(max(0.5 * (before - after) / curvature, -0.5), 0.5) : 0
-        pitchSamples = (Float(lag) + offset) * fine.samplesPerLag
+        pitchSamples = (Float(lag) + offset) * fineSamplesPerLag
     }
 
     /// One update from the power and the noise estimate of every statistics bin.
@@ -160,14 +208,14 @@ public struct SpeechActivity: ~Copyable {
         }
         let onset = lowLevel && lowExcess >= highExcess
 
-        correlation.compute(power, from: voicingLow, upTo: voicingHigh)
-        var peak: Float = 0, lag = correlation.first
-        for j in loop(from: correlation.first, upTo: correlation.last &+ 1) {
-            let value = correlation.normalized(j)
+        for k in loop(from: voicingLow, upTo: voicingHigh) { real[k] = power[k] }
+        fft.inverse(real: real, imaginary: imaginary, output: correlation)
+        var peak: Float = 0, lag = lagFirst
+        for j in loop(from: lagFirst, upTo: lagLast &+ 1) {
+            let value = correlation[j] * lagNormalization[j]
             if value > peak { peak = value; lag = j }
         }
-        let zero = correlation.values[0]
-        periodicity = zero > 0 ? min(peak / zero, 1) : 0
+        periodicity = correlation[0] > 0 ? min(peak / correlation[0], 1) : 0
 
         // A voice keeps its pitch from one update to the next (within 4 %) and puts at least a third
         // of what stands above the noise below 2 kHz. The correlation of a burst of a few ms, from so
@@ -185,63 +233,4 @@ public struct SpeechActivity: ~Copyable {
             openness = max(openness - closeStep, 0)
         }
     }
-}
-
-/// The analysis window's autocorrelation, which a windowed frame's correlation is divided by.
-struct WindowCorrelation {
-    let window: UnsafePointer<Float>
-    let frameLength: Int
-
-    init(_ window: UnsafePointer<Float>, frameLength: Int) {
-        self.window = window
-        self.frameLength = frameLength
-    }
-
-    func at(_ lag: Int) -> Double {
-        var sum = 0.0
-        for i in upTo(frameLength &- lag) { sum += Double(window[i]) * Double(window[i &+ lag]) }
-        return sum
-    }
-}
-
-/// The autocorrelation of a band of a frame, from its power (an inverse transform of `size`, the
-/// band zero-padded: lag j is j · N / size samples), per lag divided by the window's own.
-struct LagCorrelation: ~Copyable {
-    let fft: RealFFT
-    let real: UnsafeMutablePointer<Float>
-    let imaginary: UnsafeMutablePointer<Float>
-    /// The correlation per lag, after `compute`.
-    let values: UnsafeMutablePointer<Float>
-    /// Per lag: the window's autocorrelation at lag 0 over the one at this lag.
-    let normalization: UnsafeMutablePointer<Float>
-    /// The lags searched: from 2.5 ms to half the frame.
-    let first: Int, last: Int
-    let samplesPerLag: Float
-
-    init(size requested: Int, window: WindowCorrelation, sampleRate: Double, arena: inout Arena) {
-        fft = RealFFT(size: requested)
-        let size = fft.size, n = window.frameLength
-        real = arena.floats(size / 2 &+ 1)
-        imaginary = arena.floats(size / 2 &+ 1)
-        values = arena.floats(size)
-        normalization = arena.floats(size / 2 &+ 1)
-        let step = Double(n) / Double(size)
-        samplesPerLag = Float(step)
-        first = max(1, truncatedInt(0.0025 * sampleRate / step) &+ 1)
-        last = max(first, size / 2 &- 1)
-        let zero = window.at(0)
-        for j in upTo(size / 2 &+ 1) {
-            let lag = min(n &- 1, truncatedInt(Double(j) * step + 0.5))
-            normalization[j] = Float(zero / max(window.at(lag), zero * 1e-3))
-        }
-    }
-
-    /// The correlation of the bins `low ..< high` of `power` (the rest of the band stays 0).
-    @inline(__always) func compute(_ power: UnsafePointer<Float>, from low: Int, upTo high: Int) {
-        for k in loop(from: low, upTo: high) { real[k] = power[k] }
-        fft.inverse(real: real, imaginary: imaginary, output: values)
-    }
-
-    /// Lag j's correlation over the window's (j up to size / 2).
-    @inline(__always) func normalized(_ j: Int) -> Float { values[j] * normalization[j] }
 }
