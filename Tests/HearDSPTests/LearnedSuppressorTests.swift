@@ -128,13 +128,7 @@ func snrImprovement(rate: Double, noise makeNoise: (inout SignalMaker, Int) -> [
     /// hiss), not below each click (LearnedGains.blend).
     @Test(arguments: [8000.0, 48000])
     func noiseAloneSettlesWithinAFifthOfASecond(rate: Double) {
-        var maker = SignalMaker(seed: 31)
-        let count = Int(rate * 3)
-        let white = maker.white(count), pink = maker.pink(count)
-        let noise = zip(white, pink).map { 0.02 * $0 + 0.05 * $1 }
-        let out = separate(speech: [Float](repeating: 0, count: count), noise: noise, rate: rate, values: learnedValues())
-        let first = Int(rate * 0.2), last = count - out.latency
-        let attenuation = decibels(meanSquare(noise[first..<last]) / meanSquare(out.mixture[first..<last]))
+        let attenuation = steadyNoiseAloneAttenuation(rate: rate, seed: 31, seconds: 3, from: 0.2, values: learnedValues())
         // ns.reduction - 3 dB at both rates: measured 27.5 at 8 and 30.0 at 48 kHz (25.0 at both
         // before the steady noise went further, LearnedGains.steadyDepthDB).
         #expect(attenuation >= 22, "steady noise alone from 0.2 s at \(rate) Hz: \(attenuation) dB down (ns.reduction 25)")
@@ -152,13 +146,7 @@ func snrImprovement(rate: Double, noise makeNoise: (inout SignalMaker, Int) -> [
     /// depth reads is above 1 and the depth reached is a part of the 25 dB.
     @Test(arguments: [16000.0, 48000])
     func steadyNoiseGoesFurtherThanNsReduction(rate: Double) {
-        var maker = SignalMaker(seed: 41)
-        let count = Int(rate * 4)
-        let white = maker.white(count), pink = maker.pink(count)
-        let noise = zip(white, pink).map { 0.02 * $0 + 0.05 * $1 }
-        let out = separate(speech: [Float](repeating: 0, count: count), noise: noise, rate: rate, values: learnedValues())
-        let first = Int(rate * 1), last = count - out.latency
-        let attenuation = decibels(meanSquare(noise[first..<last]) / meanSquare(out.mixture[first..<last]))
+        let attenuation = steadyNoiseAloneAttenuation(rate: rate, seed: 41, seconds: 4, from: 1, values: learnedValues())
         print("learned, steady noise alone from 1 s at \(rate) Hz: \(attenuation) dB down")
         #expect(attenuation >= 27, "steady noise at \(rate) Hz: \(attenuation) dB down (ns.reduction 25)")
     }

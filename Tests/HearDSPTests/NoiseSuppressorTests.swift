@@ -70,6 +70,17 @@ func decibels(_ ratio: Double) -> Double { 10 * LibM.log10(max(ratio, 1e-30)) }
 /// Runs a mixture through the suppressor and its mask through followers on speech and noise alone;
 /// `mask` (per bin) replaces the leader's own. Chunks of one hop: each call completes one frame. Returns the three outputs, time-aligned with the
 /// input (latency removed, tail zero).
+/// How far (dB) white + pink noise alone (`seconds` long, from `seed`) goes down from `from` seconds on.
+func steadyNoiseAloneAttenuation(rate: Double, seed: UInt64, seconds: Double, from: Double, values: ParameterValues) -> Double {
+    var maker = SignalMaker(seed: seed)
+    let count = Int(rate * seconds)
+    let white = maker.white(count), pink = maker.pink(count)
+    let noise = zip(white, pink).map { 0.02 * $0 + 0.05 * $1 }
+    let out = separate(speech: [Float](repeating: 0, count: count), noise: noise, rate: rate, values: values)
+    let first = Int(rate * from), last = count - out.latency
+    return decibels(meanSquare(noise[first..<last]) / meanSquare(out.mixture[first..<last]))
+}
+
 func separate(speech: [Float], noise: [Float], rate: Double, values: ParameterValues = classicalValues(),
               mask: UnsafeMutablePointer<Float>? = nil, delayedByOneHop: Bool = false) -> (mixture: [Float], speech: [Float], noise: [Float], latency: Int) {
     var leader = NoiseSuppressor(sampleRate: rate, channels: 1, values: values)
@@ -381,16 +392,9 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
     }
 
     func noiseOnlyAttenuation(reduction: Double) -> Double {
-        let rate = 48000.0
         var values = classicalValues()
         values[.nsReduction] = Float(reduction)
-        var maker = SignalMaker(seed: 11)
-        let count = Int(rate * 5)
-        let white = maker.white(count), pink = maker.pink(count)
-        let noise = zip(white, pink).map { 0.02 * $0 + 0.05 * $1 }
-        let out = separate(speech: [Float](repeating: 0, count: count), noise: noise, rate: rate, values: values)
-        let first = Int(rate * 2), last = count - out.latency
-        return decibels(meanSquare(noise[first..<last]) / meanSquare(out.mixture[first..<last]))
+        return steadyNoiseAloneAttenuation(rate: 48000, seed: 11, seconds: 5, from: 2, values: values)
     }
 
     /// Noise that steps up by 10 dB: within 2 s the estimate has followed and the output is back at the floor.

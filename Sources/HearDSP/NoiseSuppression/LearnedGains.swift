@@ -68,7 +68,7 @@ struct LearnedGains: ~Copyable {
     static let steadyLimit: Float = 2
     /// How far (dB) below ns.reduction the floor of steady noise goes, and never further than
     /// ns.reduction itself: the residual of a steady noise is what PESQ-WB marks down most under a
-    /// voice (white noise 1.82 -> 2.08 in `make eval` at 25), while other voices at that depth lose
+    /// voice (white noise 1.82 -> 2.04 in `make eval` at 25), while other voices at that depth lose
     /// the cues a listener follows them by (babble STOI -0.018 -> -0.032 with the whole floor at 40).
     static let steadyDepthDB: Float = 25
 
@@ -87,8 +87,8 @@ struct LearnedGains: ~Copyable {
     let bandEstimateGain: UnsafeMutablePointer<Float>
     let binGain: UnsafeMutablePointer<Float>
     let binScratch: UnsafeMutablePointer<Float>
-    /// The floor's factor, 1 for steady noise, lower under a transient (`blend`): per statistics
-    /// bin, then spread to every bin.
+    /// The floor's factor, 1 for noise that fluctuates, lower under a transient and in steady
+    /// noise (`blend`): per statistics bin, then spread to every bin.
     let statsFloor: UnsafeMutablePointer<Float>
     /// Per statistics bin: the running mean of power over the noise estimate (`steadySeconds`).
     let heardOverNoise: UnsafeMutablePointer<Float>
@@ -345,8 +345,8 @@ struct LearnedGains: ~Copyable {
     /// depth were chosen in `make eval` on the home recordings: the limit raised keyboard's PESQ-WB;
     /// a margin near 0 dB cost cafe's STOI, above 6 dB nothing changed. Where the noise is steady
     /// (a bin's power has stayed near the estimate for `steadySeconds`), the floor drops further,
-    /// by up to `steadyDepthDB`: hiss, a fan, a hum go about as far as RNNoise takes them, while
-    /// noise that fluctuates (voices, a café) keeps ns.reduction. Only bins the model has already
+    /// by up to `steadyDepthDB` (hiss, a fan, a hum), while noise that fluctuates (voices, a café)
+    /// keeps ns.reduction. Only bins the model has already
     /// taken below the floor reach a lower one: a voice keeps its gains.
     @inline(__always) mutating func blend(into mask: UnsafeMutablePointer<Float>, estimator: UnsafePointer<Float>,
                                  power: UnsafePointer<Float>, noise: UnsafePointer<Float>,
