@@ -29,6 +29,8 @@ public struct Chain: ~Copyable {
     /// 1 = processed, 0 = bypassed.
     var wetMix: Glide
     /// The input delayed by the chain's latency, per channel, for the bypass crossfade.
+    /// Where the chain's own buffers below live (freed with it).
+    let arena: Arena
     let dryDelayLeft: FixedBuffer<Float>
     let dryDelayRight: FixedBuffer<Float>
     var dryPosition = 0
@@ -64,25 +66,18 @@ public struct Chain: ~Copyable {
         outputGain = Glide(1, timeConstant: 0.01, stepsPerSecond: rate, tolerance: 1e-7)
         wetMix = Glide(1, timeConstant: 0.005, stepsPerSecond: rate, tolerance: 1e-5)
         latency = held(noiseSuppressor.latency) + held(limiter.lookahead)
-        dryDelayLeft = FixedBuffer(count: latency, repeating: 0)
-        dryDelayRight = FixedBuffer(count: latency, repeating: 0)
-        workLeft = FixedBuffer(count: tickLength, repeating: 0)
-        workRight = FixedBuffer(count: tickLength, repeating: 0)
-        dryLeft = FixedBuffer(count: tickLength, repeating: 0)
-        dryRight = FixedBuffer(count: tickLength, repeating: 0)
+        var arena = Arena()
+        dryDelayLeft = arena.buffer(latency, 0)
+        dryDelayRight = arena.buffer(latency, 0)
+        workLeft = arena.buffer(tickLength, 0)
+        workRight = arena.buffer(tickLength, 0)
+        dryLeft = arena.buffer(tickLength, 0)
+        dryRight = arena.buffer(tickLength, 0)
+        self.arena = arena
         apply(values)
         multiband.snap()
         outputGain.jump(to: outputGain.target)
         wetMix.jump(to: wetMix.target)
-    }
-
-    deinit {
-        dryDelayLeft.deallocate()
-        dryDelayRight.deallocate()
-        workLeft.deallocate()
-        workRight.deallocate()
-        dryLeft.deallocate()
-        dryRight.deallocate()
     }
 
     /// Takes a new parameter set (already clamped); every stage glides to it from where it is.

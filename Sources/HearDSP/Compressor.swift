@@ -34,6 +34,8 @@ public struct Compressor: ~Copyable {
     var curve: Curve
     /// Per-sample gain in dB, then its log2, for one piece of audio.
     let scratch: FixedBuffer<Float>
+    /// Where `scratch` lives (freed with the stage).
+    let arena: Arena
     var attackCoefficient = 0.0
     var releaseCoefficient = 0.0
     /// Smoothed gain change in dB (<= 0): the gain reduction, negated.
@@ -47,13 +49,13 @@ public struct Compressor: ~Copyable {
         self.sampleRate = sampleRate
         settings = Settings(values)
         curve = Curve(thresholdDB: settings.thresholdDB, ratio: settings.ratio, kneeDB: settings.kneeDB)
-        scratch = FixedBuffer(count: Self.scratchCapacity, repeating: 0)
+        var arena = Arena()
+        scratch = arena.buffer(Self.scratchCapacity, 0)
+        self.arena = arena
         makeup = Glide(0, timeConstant: 0.02, stepsPerSecond: ticksPerSecond, tolerance: 1e-4)
         set(values)
         makeup.jump(to: makeup.target)
     }
-
-    deinit { scratch.deallocate() }
 
     public mutating func set(_ values: ParameterValues) {
         let next = Settings(values)

@@ -28,6 +28,8 @@ public struct Limiter: ~Copyable {
     var sampleTime = 0
     /// The released hold values being averaged over the window (its length), and their sum.
     let history: FixedBuffer<Double>
+    /// Where the delay lines, the queue and the history live (freed with the stage).
+    let arena: Arena
     var historyPosition = 0
     var historySum: Double
     var hold = 1.0
@@ -44,25 +46,19 @@ public struct Limiter: ~Copyable {
         self.sampleRate = sampleRate
         let lookahead = held(Self.lookahead(sampleRate: sampleRate))
         self.lookahead = lookahead
-        delayLeft = FixedBuffer(count: lookahead, repeating: 0)
-        delayRight = FixedBuffer(count: lookahead, repeating: 0)
-        queueGain = FixedBuffer(count: lookahead + 2, repeating: 0)
-        queueTime = FixedBuffer(count: lookahead + 2, repeating: 0)
-        history = FixedBuffer(count: lookahead + 1, repeating: 1)
+        var arena = Arena()
+        delayLeft = arena.buffer(lookahead, 0)
+        delayRight = arena.buffer(lookahead, 0)
+        queueGain = arena.buffer(lookahead + 2, 0)
+        queueTime = arena.buffer(lookahead + 2, 0)
+        history = arena.buffer(lookahead + 1, 1)
+        self.arena = arena
         historySum = Double(history.count)
         ceiling = 1
         enabled = true
         releaseCoefficient = 0
         set(values)
         reset()
-    }
-
-    deinit {
-        delayLeft.deallocate()
-        delayRight.deallocate()
-        queueGain.deallocate()
-        queueTime.deallocate()
-        history.deallocate()
     }
 
     public mutating func set(_ values: ParameterValues) {

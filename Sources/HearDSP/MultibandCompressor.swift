@@ -70,6 +70,8 @@ public struct MultibandCompressor: ~Copyable {
     let ramp: FixedBuffer<Float>
     /// The crossover's two branches between its passes.
     let branches: FixedBuffer<SIMD2<Double>>
+    /// Where the buffers above live (freed with the stage).
+    let arena: Arena
     var isReset = true
     /// Deepest compression (dB, >= 0, left ear) in any band since the meter last read it.
     public var peakReductionDB: Float = 0
@@ -101,22 +103,16 @@ public struct MultibandCompressor: ~Copyable {
         // has to release first; silence closes it within the release time.
         under = InlineArray(repeating: 0)
         let capacity = Self.scratchCapacity
-        bands = FixedBuffer(count: 12 * capacity, repeating: 0)
-        wet = FixedBuffer(count: 2 * capacity, repeating: 0)
-        gains = FixedBuffer(count: 2 * capacity, repeating: 0)
-        branches = FixedBuffer(count: 2 * capacity, repeating: .zero)
-        ramp = FixedBuffer(count: step, repeating: 0)
+        var arena = Arena()
+        bands = arena.buffer(12 * capacity, 0)
+        wet = arena.buffer(2 * capacity, 0)
+        gains = arena.buffer(2 * capacity, 0)
+        branches = arena.buffer(2 * capacity, .zero)
+        ramp = arena.buffer(step, 0)
+        self.arena = arena
         for k in 0..<ramp.count { ramp[k] = Float(k + 1) }
         set(values, gainCeilingDB: gainCeilingDB)
         snap()
-    }
-
-    deinit {
-        bands.deallocate()
-        wet.deallocate()
-        gains.deallocate()
-        ramp.deallocate()
-        branches.deallocate()
     }
 
     /// Sets new targets, reached by gliding in `tick()`. Band gains are held at or below

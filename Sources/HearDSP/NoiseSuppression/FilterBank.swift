@@ -58,7 +58,7 @@ struct FilterBank: ~Copyable {
     init(sampleRate: Double, shape: AnalysisShape = AnalysisShape(), arena: inout Arena) {
         let m = Self.hop(sampleRate: sampleRate)
         hop = m
-        fft = RealFFT(size: min(max(shape.frameHops, 2), 32) &* m)
+        fft = RealFFT(size: min(max(shape.frameHops, 2), 32) &* m, arena: &arena)
         let n = fft.size
         frameLength = n
         bins = n / 2 &+ 1

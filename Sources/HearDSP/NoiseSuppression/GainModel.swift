@@ -4,9 +4,10 @@
 //   h1 = GRU1(d, h1),  h2 = GRU2(h1, h2)            (PyTorch's GRU equations, gates r, z, n)
 //   y  = sigmoid(Wo [h1; h2] + bo)                  (32 band gains, then the speech probability)
 // Weights come from the blob that training/hear_training/train.py exports (float16, checksummed) and that
-// CHearModel compiles into the library; they are widened to Float once, at init, into one arena
-// that also holds the state and the scratch vectors. Rows are padded to 8 floats, so every
-// matrix-vector product runs on whole SIMD8 loads; the padding is zero in weights and inputs.
+// CHearModel compiles into the library; they are widened to Float once, at init, into one piece
+// of an arena (the suppressor's) that also holds the state and the scratch vectors. Rows are padded
+// to 8 floats, so every matrix-vector product runs on whole SIMD8 loads; the padding is zero in
+// weights and inputs.
 
 import CHearModel
 
@@ -25,9 +26,10 @@ public struct GainModel: ~Copyable {
     static let magic: UInt64 = 0x3155_5247_5241_4548
     static let headerBytes = 8 + 4 * 8
 
-    let arena: UnsafeMutablePointer<Float>
-    let arenaCount: Int
-    // Offsets into the arena. `*Columns` are the padded row lengths.
+    /// The weights, state and scratch, `weightsCount` floats.
+    let weights: UnsafeMutablePointer<Float>
+    let weightsCount: Int
+    // Offsets into `weights`. `*Columns` are the padded row lengths.
     /// The input's row length, padded to 8 (dense and hidden are multiples of 8 already).
     let inputColumns: Int
     let denseWeights: Int, denseBias: Int
@@ -38,8 +40,8 @@ public struct GainModel: ~Copyable {
     /// the gate pre-activations and the outputs.
     let input: Int, denseOut: Int, state1: Int, state2: Int, gatesInput: Int, gatesRecurrent: Int, output: Int
 
-    /// Whether `arena` is this model's own allocation (freed at its end) or a piece of its owner's.
-    let ownsArena: Bool
+    /// Where `weights` lives when it is this model's own (empty when it is a piece of its owner's arena).
+    let arena: Arena
 
     /// The blob compiled into the library.
     static var compiledBlob: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: hear_model_data(), count: hear_model_size()) }
@@ -51,17 +53,16 @@ public struct GainModel: ~Copyable {
 
     /// A model from an exported blob (see train.py's `export`), in memory of its own.
     public init(blob: UnsafeRawBufferPointer) {
-        self.init(blob: blob, owned: true) { allocateBuffer($0, repeating: Float(0)) }
+        var own = Arena()
+        self.init(blob: blob, arena: &own, keeping: true)
     }
 
-    /// A model whose weights, state and scratch live in `allocate(count)` floats of its owner's
-    /// (zeroed; the noise suppressor's arena).
-    init(blob: UnsafeRawBufferPointer, allocate: (Int) -> UnsafeMutablePointer<Float>) {
-        self.init(blob: blob, owned: false, allocate: allocate)
+    /// A model whose weights, state and scratch are a piece of `arena` (the noise suppressor's).
+    init(blob: UnsafeRawBufferPointer, arena: inout Arena) {
+        self.init(blob: blob, arena: &arena, keeping: false)
     }
 
-    private init(blob: UnsafeRawBufferPointer, owned: Bool, allocate: (Int) -> UnsafeMutablePointer<Float>) {
-        ownsArena = owned
+    private init(blob: UnsafeRawBufferPointer, arena: inout Arena, keeping: Bool) {
         func word(_ i: Int) -> Int {
             guard blob.count >= Self.headerBytes else { return 0 }
             return Int(blob.loadUnaligned(fromByteOffset: 8 + 4 * i, as: UInt32.self).littleEndian)
@@ -101,9 +102,10 @@ public struct GainModel: ~Copyable {
         outputWeights = take(o &* 2 &* h); outputBias = take(o)
         input = take(inputColumns); denseOut = take(d); state1 = take(h); state2 = take(h)
         gatesInput = take(3 &* h); gatesRecurrent = take(3 &* h); output = take(o)
-        arenaCount = next
-        let weights = allocate(arenaCount)
-        arena = weights
+        weightsCount = next
+        let weights = arena.floats(next)
+        self.weights = weights
+        self.arena = keeping ? arena.handOver() : Arena()
         guard valid, let base = blob.baseAddress else { return }
 
         // Offsets as plain values: the nested function must not capture (and so consume) self.
@@ -135,40 +137,39 @@ public struct GainModel: ~Copyable {
         read(into: o12, rows: 1, columns: o, rowStride: o)
     }
 
-    deinit { if ownsArena { arena.deallocate() } }
 
     /// Where the caller writes the `inputs` features before `step`.
-    public var features: UnsafeMutablePointer<Float> { arena + input }
+    public var features: UnsafeMutablePointer<Float> { weights + input }
     /// The last step's outputs: `outputs` values in 0...1.
-    public var result: UnsafePointer<Float> { UnsafePointer(arena + output) }
+    public var result: UnsafePointer<Float> { UnsafePointer(weights + output) }
 
     /// Clears the recurrent state (a stream restarts).
     @_noLocks public mutating func reset() {
         for i in upTo(hidden) {
-            arena[state1 &+ i] = 0
-            arena[state2 &+ i] = 0
+            weights[state1 &+ i] = 0
+            weights[state2 &+ i] = 0
         }
     }
 
     /// One step: reads `features`, updates the state, writes `result`.
     @_noLocks public mutating func step() {
         guard isAvailable else { return }
-        let a = arena
+        let a = weights
         Self.multiply(a + denseWeights, rows: dense, columns: inputColumns, a + input, plus: a + denseBias, into: a + denseOut)
         for i in upTo(dense) { a[denseOut &+ i] = Self.tanh(a[denseOut &+ i]) }
-        gru(input: a + denseOut, inputColumns: dense, weights: gru1Input, recurrent: gru1Recurrent,
+        gru(input: a + denseOut, inputColumns: dense, inputWeights: gru1Input, recurrent: gru1Recurrent,
             inputBias: gru1InputBias, recurrentBias: gru1RecurrentBias, state: state1)
-        gru(input: a + state1, inputColumns: hidden, weights: gru2Input, recurrent: gru2Recurrent,
+        gru(input: a + state1, inputColumns: hidden, inputWeights: gru2Input, recurrent: gru2Recurrent,
             inputBias: gru2InputBias, recurrentBias: gru2RecurrentBias, state: state2)
-        // [h1; h2] are adjacent in the arena (hidden is a multiple of 8, so no padding between them).
+        // [h1; h2] are adjacent in `weights` (hidden is a multiple of 8, so no padding between them).
         Self.multiply(a + outputWeights, rows: outputs, columns: 2 &* hidden, a + state1, plus: a + outputBias, into: a + output)
         for i in upTo(outputs) { a[output &+ i] = Self.sigmoid(a[output &+ i]) }
     }
 
-    @inline(__always) func gru(input x: UnsafeMutablePointer<Float>, inputColumns: Int, weights: Int, recurrent: Int,
+    @inline(__always) func gru(input x: UnsafeMutablePointer<Float>, inputColumns: Int, inputWeights: Int, recurrent: Int,
                                inputBias: Int, recurrentBias: Int, state: Int) {
-        let a = arena, h = hidden
-        Self.multiply(a + weights, rows: 3 &* h, columns: inputColumns, x, plus: a + inputBias, into: a + gatesInput)
+        let a = weights, h = hidden
+        Self.multiply(a + inputWeights, rows: 3 &* h, columns: inputColumns, x, plus: a + inputBias, into: a + gatesInput)
         Self.multiply(a + recurrent, rows: 3 &* h, columns: h, a + state, plus: a + recurrentBias, into: a + gatesRecurrent)
         let gi = a + gatesInput, gh = a + gatesRecurrent, s = a + state
         for i in upTo(h) {

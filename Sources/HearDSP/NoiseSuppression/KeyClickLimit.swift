@@ -62,7 +62,7 @@ package struct KeyClickLimit: ~Copyable {
     init(sampleRate: Double, hop m: Int, frameLength n: Int, arena: inout Arena) {
         hop = m
         bins = n / 2 &+ 1
-        fft = RealFFT(size: 2 &* m)
+        fft = RealFFT(size: 2 &* m, arena: &arena)
         let size = fft.size
         shortBins = size / 2 &+ 1
         let shortHz = sampleRate / Double(size)

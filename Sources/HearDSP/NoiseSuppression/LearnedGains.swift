@@ -131,7 +131,7 @@ struct LearnedGains: ~Copyable {
          arena: inout Arena) {
         self.stats = stats
         bands = SpeechBands(sampleRate: sampleRate, frameLength: n, arena: &arena)
-        let gainModel = GainModel(blob: GainModel.compiledBlob, allocate: { arena.floats($0) })
+        let gainModel = GainModel(blob: GainModel.compiledBlob, arena: &arena)
         isAvailable = gainModel.isAvailable && gainModel.stride == NoiseSuppressor.modelStride
             && gainModel.inputs == NoiseSuppressor.featureCount && gainModel.outputs > SpeechBandLayout.count
         model = gainModel

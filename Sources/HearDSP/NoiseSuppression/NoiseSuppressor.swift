@@ -1,8 +1,8 @@
 // Noise suppression, the chain's first stage: a short-time spectral gain that keeps speech and
 // lowers everything the noise estimate explains. Two modes (`ns.mode`): classical, the estimator
 // alone; learned (the default), where a trained model reads the estimator's state and its band
-// gains are combined with the estimator's. The parts, one file each, share one arena (Arena.swift)
-// allocated here at init and freed here once:
+// gains are combined with the estimator's. The parts, one file each, take their buffers, their
+// FFTs' tables and the model's weights from one arena (Arena.swift), one allocation held here:
 //   FilterBank        the low-delay framing: analysis, synthesis, a hop of 2.67 ms, latency 2M - 1
 //   StatisticsBins    where the statistics run: every bin to 4 kHz, pairs to 8 kHz, eights above
 //   NoiseEstimate     the noise power per statistics bin (speech-presence tracking, minimum ceiling)
@@ -42,7 +42,7 @@ public struct NoiseSuppressor: ~Copyable {
     /// Samples between a sample entering and leaving the stage: 2M - 1.
     public let latency: Int
 
-    /// The parts (see the header), all in `arenaMemory` but for their FFTs' tables.
+    /// The parts (see the header), all in `arena`.
     var bank: FilterBank
     let stats: StatisticsBins
     var estimate: NoiseEstimate
@@ -50,10 +50,10 @@ public struct NoiseSuppressor: ~Copyable {
     package var activity: SpeechActivity
     var learnedGains: LearnedGains
     package var clickLimit: KeyClickLimit
-    let arenaMemory: UnsafeMutableRawPointer?
-    /// Bytes of the arena, and whether every part's piece lies in it (everyPartLivesInTheOneArena).
-    package let arenaBytes: Int
-    package let arenaIsWhole: Bool
+    let arena: Arena
+    /// Bytes of the arena, and whether they are one allocation (everyPartLivesInTheOneArena).
+    package var arenaBytes: Int { arena.used }
+    package var arenaIsWhole: Bool { arena.chunks == 1 }
 
     /// The mask this frame applies, per bin.
     package let appliedGain: UnsafeMutablePointer<Float>
@@ -102,15 +102,14 @@ public struct NoiseSuppressor: ~Copyable {
 
     /// `shape`: the analysis window's (measurements only; the plugin uses the default).
     public init(sampleRate: Double, channels: Int, values: ParameterValues, shape: AnalysisShape = AnalysisShape()) {
-        // The parts are built once against a measuring arena, which counts the bytes they take,
-        // then for real in one allocation of exactly that size.
-        var measuring = Arena.measuring()
-        do { _ = NoiseSuppressor(sampleRate: sampleRate, channels: channels, values: values, shape: shape, arena: &measuring) }
-        var arena = Arena.allocate(bytes: measuring.used)
-        self.init(sampleRate: sampleRate, channels: channels, values: values, shape: shape, arena: &arena)
+        // The parts are built once to count the bytes they take, then for real in one allocation
+        // of exactly that size.
+        let bytes = NoiseSuppressor(sampleRate: sampleRate, channels: channels, values: values, shape: shape,
+                                    arena: Arena()).arenaBytes
+        self.init(sampleRate: sampleRate, channels: channels, values: values, shape: shape, arena: Arena(capacity: bytes))
     }
 
-    init(sampleRate: Double, channels: Int, values: ParameterValues, shape: AnalysisShape, arena: inout Arena) {
+    init(sampleRate: Double, channels: Int, values: ParameterValues, shape: AnalysisShape, arena: consuming Arena) {
         // Every part is built in a local and stored at the end: the initializer never reads a
         // half-built self (the optimizer once freed garbage here when it could).
         let bank = FilterBank(sampleRate: sampleRate, shape: shape, arena: &arena)
@@ -145,15 +144,11 @@ public struct NoiseSuppressor: ~Copyable {
         self.activity = activity
         self.learnedGains = learnedGains
         self.clickLimit = clickLimit
-        arenaMemory = arena.memory
-        arenaBytes = arena.used
-        arenaIsWhole = arena.isWhole
+        self.arena = arena
         set(values)
         mix = enabled ? 1 : 0
         learnedMix = learned && modelAvailable ? 1 : 0
     }
-
-    deinit { arenaMemory?.deallocate() }
 
     @_noLocks public mutating func set(_ values: ParameterValues) {
         enabled = values[.nsEnable] != 0

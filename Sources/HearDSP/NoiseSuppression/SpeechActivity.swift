@@ -85,7 +85,7 @@ public struct SpeechActivity: ~Copyable {
         voicingLow = bin(200)
         voicingHigh = max(voicingLow &+ 1, min(bin(2000), singleBins))
         // Long enough to hold the band: lag j of the correlation is j · n / size samples.
-        fft = RealFFT(size: 2 &* voicingHigh &+ 2)
+        fft = RealFFT(size: 2 &* voicingHigh &+ 2, arena: &arena)
         let size = fft.size
         real = arena.floats(size / 2 &+ 1)
         imaginary = arena.floats(size / 2 &+ 1)
@@ -104,7 +104,7 @@ public struct SpeechActivity: ~Copyable {
             let lag = min(n &- 1, truncatedInt(Double(j) * step + 0.5))
             lagNormalization[j] = Float(zero / max(windowCorrelation(lag), zero * 1e-3))
         }
-        fineFFT = RealFFT(size: 4 &* size)
+        fineFFT = RealFFT(size: 4 &* size, arena: &arena)
         let fineSize = fineFFT.size
         fineReal = arena.floats(fineSize / 2 &+ 1)
         fineImaginary = arena.floats(fineSize / 2 &+ 1)

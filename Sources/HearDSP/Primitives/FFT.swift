@@ -44,9 +44,22 @@ public struct RealFFT: ~Copyable {
     /// The ping-pong buffers, size floats (half points) each.
     let a: UnsafeMutablePointer<Float>
     let b: UnsafeMutablePointer<Float>
+    /// Where the tables and buffers live when they are this transform's own (empty when they are
+    /// pieces of its owner's arena).
+    let arena: Arena
 
     /// `size` is rounded up to a power of two (at least 4).
     public init(size requested: Int) {
+        var own = Arena()
+        self.init(size: requested, arena: &own, keeping: true)
+    }
+
+    /// A transform whose tables and buffers are pieces of `arena` (its owner's).
+    init(size requested: Int, arena: inout Arena) {
+        self.init(size: requested, arena: &arena, keeping: false)
+    }
+
+    private init(size requested: Int, arena: inout Arena, keeping: Bool) {
         var n = 4
         while n < requested && n < 1 << 30 { n &*= 2 }
         size = n
@@ -60,7 +73,7 @@ public struct RealFFT: ~Copyable {
         var passFloats = 0
         var length = c
         while length > 8 { passFloats &+= 24 &* (length / 4); length /= 4 }
-        passTwiddles = allocateBuffer(max(passFloats, 1), repeating: 0)
+        passTwiddles = arena.floats(max(passFloats, 1))
         var offset = 0
         length = c
         while length > 8 {
@@ -75,7 +88,7 @@ public struct RealFFT: ~Copyable {
             }
             length /= 4
         }
-        joinTwiddles = allocateBuffer(max(c / 8 &* 56, 1), repeating: 0)
+        joinTwiddles = arena.floats(max(c / 8 &* 56, 1))
         for block in upTo(c / 8) {
             let w = joinTwiddles + 56 &* block
             for lane in upTo(4) {
@@ -91,23 +104,15 @@ public struct RealFFT: ~Copyable {
             }
         }
         let direct = c == 0 ? n : 1
-        directCos = allocateBuffer(direct, repeating: 0)
-        directSin = allocateBuffer(direct, repeating: 0)
+        directCos = arena.floats(direct)
+        directSin = arena.floats(direct)
         for k in upTo(direct) {
             directCos[k] = cosine(k, n)
             directSin[k] = minusSine(k, n)
         }
-        a = allocateBuffer(n, repeating: 0)
-        b = allocateBuffer(n, repeating: 0)
-    }
-
-    deinit {
-        passTwiddles.deallocate()
-        joinTwiddles.deallocate()
-        directCos.deallocate()
-        directSin.deallocate()
-        a.deallocate()
-        b.deallocate()
+        a = arena.floats(n)
+        b = arena.floats(n)
+        self.arena = keeping ? arena.handOver() : Arena()
     }
 
     /// Spectrum bins 0...size/2 of `input` (size samples), unnormalized: X[k] = Σ x[n] e^(-2πikn/N).

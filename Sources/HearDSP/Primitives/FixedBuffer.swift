@@ -13,21 +13,16 @@
 /// `count` frames as a loop bound: held in 0 ... 2^31, which the optimizer sees.
 @inline(__always) func held(_ count: Int) -> Int { min(max(count, 0), 1 << 31) }
 
-/// Elements allocated once (at init, `count` held in 0 ... 2^31) and freed by the owner's deinit.
+/// Elements taken from an arena at init (`Arena.buffer`, `count` held in 0 ... 2^31), freed with it.
 struct FixedBuffer<Element: BitwiseCopyable> {
     let base: UnsafeMutablePointer<Element>
     private let storedCount: UInt32
 
     var count: Int { Int(storedCount) }
 
-    init(count: Int, repeating value: Element) {
-        let n = held(count)
-        storedCount = UInt32(truncatingIfNeeded: n)
-        // n <= 2^31 and a stride of a few bytes: the product fits, though the optimizer cannot see the stride.
-        let raw = UnsafeMutableRawPointer.allocate(byteCount: n &* MemoryLayout<Element>.stride,
-                                                   alignment: MemoryLayout<Element>.alignment)
-        base = raw.bindMemory(to: Element.self, capacity: n)
-        for i in 0..<n { (base + i).initialize(to: value) }
+    init(base: UnsafeMutablePointer<Element>, count: Int) {
+        self.base = base
+        storedCount = UInt32(truncatingIfNeeded: held(count))
     }
 
     @inline(__always) subscript(i: Int) -> Element {
@@ -53,8 +48,6 @@ struct FixedBuffer<Element: BitwiseCopyable> {
     @inline(__always) func slot(before position: Int) -> Int {
         position > 0 ? position - 1 : count - 1
     }
-
-    func deallocate() { base.deallocate() }
 }
 
 /// `count` frames cut at the boundaries of a grid of `period` frames (control ticks, scratch

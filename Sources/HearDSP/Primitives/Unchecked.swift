@@ -52,17 +52,6 @@ struct CountingLoop: Sequence, IteratorProtocol {
     return _unsafePerformance { Int(exactly: LibM.trunc(held)) ?? 0 }
 }
 
-/// A buffer of `count` elements, each `value`, for the buffers sized at init: `allocate` and
-/// `initialize` without their checks (count is held in 0 ... 2^32 elements).
-@inline(__always) func allocateBuffer<T: BitwiseCopyable>(_ count: Int, repeating value: T) -> UnsafeMutablePointer<T> {
-    let held = max(0, min(count, 1 << 32))
-    let raw = UnsafeMutableRawPointer.allocate(byteCount: held &* MemoryLayout<T>.stride,
-                                               alignment: MemoryLayout<T>.alignment)
-    let buffer = raw.bindMemory(to: T.self, capacity: held)
-    for i in upTo(held) { (buffer + i).initialize(to: value) }
-    return buffer
-}
-
 extension UnsafeMutablePointer where Pointee: BitwiseCopyable {
     /// Sets the first `count` elements to `value` (none when count <= 0): `update(repeating:count:)`
     /// without its check.
