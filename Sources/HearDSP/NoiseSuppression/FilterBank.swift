@@ -120,6 +120,12 @@ struct FilterBank: ~Copyable {
         return (chunk, completes)
     }
 
+    /// The last 2M input samples of the frame being processed, in the first channel (`channel` 0)
+    /// or the second.
+    @inline(__always) func frameTail(channel: Int) -> UnsafeMutablePointer<Float> {
+        input + (channel &* inputCapacity &+ inputStart &+ frameLength &- 2 &* hop)
+    }
+
     /// After a frame: the hop's last output sample, into the chunk's last place.
     @inline(__always) func finishHop(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?, stereo: Bool, last: Int) {
         left[last] = ready[0]
@@ -127,7 +133,7 @@ struct FilterBank: ~Copyable {
     }
 
     /// Transforms the frame of each channel and sets `binPower`.
-    @inline(__always) func analyze(stereo: Bool) {
+    @inline(__always) mutating func analyze(stereo: Bool) {
         let n = frameLength
         for c in upTo(stereo ? 2 : 1) {
             let samples = input + (c &* inputCapacity &+ inputStart)
@@ -147,7 +153,7 @@ struct FilterBank: ~Copyable {
     }
 
     /// The frame's spectrum times `gains` (per bin), back to time and overlap-added.
-    @inline(__always) func synthesize(gains: UnsafePointer<Float>, stereo: Bool) {
+    @inline(__always) mutating func synthesize(gains: UnsafePointer<Float>, stereo: Bool) {
         let n = frameLength, m = hop
         for c in upTo(stereo ? 2 : 1) {
             let re = spectrumReal + c &* bins, im = spectrumImaginary + c &* bins
@@ -162,7 +168,7 @@ struct FilterBank: ~Copyable {
     }
 
     /// The frame unchanged: its share of the output is x · Hann, without a transform.
-    @inline(__always) func passThrough(stereo: Bool) {
+    @inline(__always) mutating func passThrough(stereo: Bool) {
         let n = frameLength, m = hop
         for c in upTo(stereo ? 2 : 1) {
             let samples = input + (c &* inputCapacity &+ inputStart &+ (n &- 2 &* m)), acc = accumulator + c &* 2 &* m

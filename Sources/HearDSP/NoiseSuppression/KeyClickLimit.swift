@@ -122,8 +122,8 @@ package struct KeyClickLimit: ~Copyable {
 
     /// Caps `mask` where armed (by `weight`, 0...1: the learned mode's share and the mask's
     /// strength, so switching glides) and moves the envelope on with this frame's `power`.
-    @inline(__always) func limit(_ mask: UnsafeMutablePointer<Float>, power: UnsafePointer<Float>, floorGain: Float,
-                                 weight: Float) {
+    @inline(__always) mutating func limit(_ mask: UnsafeMutablePointer<Float>, power: UnsafePointer<Float>, floorGain: Float,
+                                          weight: Float) {
         if armed && weight > 0 {
             for k in loop(from: limitLow, upTo: bins) {
                 let p = power[k], e = envelope[k]

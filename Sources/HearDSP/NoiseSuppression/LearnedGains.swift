@@ -31,9 +31,6 @@
 
 extension NoiseSuppressor {
     public static let featureCount = 5 * SpeechBandLayout.count + 3
-    /// Statistics updates per model step: every update, so every frame applies the gains computed
-    /// from it (2.67 ms at every rate).
-    public static let modelStride = 1
 }
 
 struct LearnedGains: ~Copyable {
@@ -132,7 +129,9 @@ struct LearnedGains: ~Copyable {
         self.stats = stats
         bands = SpeechBands(sampleRate: sampleRate, frameLength: n, arena: &arena)
         let gainModel = GainModel(blob: GainModel.compiledBlob, arena: &arena)
-        isAvailable = gainModel.isAvailable && gainModel.stride == NoiseSuppressor.modelStride
+        // A model steps at every statistics update (its blob's stride is 1), so every frame applies
+        // the gains computed from it.
+        isAvailable = gainModel.isAvailable && gainModel.stride == 1
             && gainModel.inputs == NoiseSuppressor.featureCount && gainModel.outputs > SpeechBandLayout.count
         model = gainModel
         let count = SpeechBandLayout.count

@@ -46,7 +46,7 @@ public struct NoiseSuppressor: ~Copyable {
     var bank: FilterBank
     let stats: StatisticsBins
     var estimate: NoiseEstimate
-    let spectralGain: SpectralGain
+    var spectralGain: SpectralGain
     package var activity: SpeechActivity
     var learnedGains: LearnedGains
     package var clickLimit: KeyClickLimit
@@ -75,8 +75,8 @@ public struct NoiseSuppressor: ~Copyable {
     let meterRate: Float
     let learnedRate: Float
 
-    // Settings.
-    var floorGain: Float = 0.1
+    // Settings (`set`).
+    var floorGain: Float
     var noiseScale: Float = 1
     var enabled = true
     /// How much of the mask is applied: glides to 1 when enabled, to 0 when not.
@@ -145,15 +145,21 @@ public struct NoiseSuppressor: ~Copyable {
         self.learnedGains = learnedGains
         self.clickLimit = clickLimit
         self.arena = arena
+        floorGain = Self.floorGain(values)
         set(values)
         mix = enabled ? 1 : 0
         learnedMix = learned && modelAvailable ? 1 : 0
     }
 
+    /// The mask's floor: ns.reduction below unity.
+    @inline(__always) static func floorGain(_ values: ParameterValues) -> Float {
+        Float(Decibels.toGain(-Double(values[.nsReduction])))
+    }
+
     @_noLocks public mutating func set(_ values: ParameterValues) {
         enabled = values[.nsEnable] != 0
         learned = values[.nsMode] != 0
-        floorGain = Float(Decibels.toGain(-Double(values[.nsReduction])))
+        floorGain = Self.floorGain(values)
         // Sensitivity 0...100 % scales the noise estimate by -6...+6 dB: more of the signal counts as
         // noise. At 50 the gain rule reads the estimate 1.25 dB low: quiet parts of speech keep more
         // of themselves (STOI and PESQ-WB in `make eval`). Lower still fails the CI test's 8 dB SNR
@@ -217,8 +223,7 @@ public struct NoiseSuppressor: ~Copyable {
                                                 floorGain: floorGain)
             applyGate(presence: presence)
             learnedStep()
-            let newest = bank.input + (bank.inputStart &+ frameLength &- 2 &* hop)
-            clickLimit.listen(newest, stereo ? newest + bank.inputCapacity : nil, openness: activity.openness)
+            clickLimit.listen(bank.frameTail(channel: 0), stereo ? bank.frameTail(channel: 1) : nil, openness: activity.openness)
             clickLimit.limit(appliedGain, power: bank.binPower, floorGain: floorGain, weight: learnedMix * mix)
             if case .mask(let supplied) = suppliedGains {
                 for k in upTo(bins) { appliedGain[k] = supplied[k] }

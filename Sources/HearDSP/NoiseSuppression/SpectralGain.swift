@@ -50,22 +50,22 @@ struct SpectralGain {
         riseMinimum = Float(1 - LibM.exp(-frameSeconds / 0.030))
     }
 
-    func reset() {
+    mutating func reset() {
         cleanPower.fill(0, count: stats.count)
         prioriAverage.fill(0, count: stats.count)
         gain.fill(1, count: stats.count)
     }
 
     /// While the suppressor is off: no gain, and the clean estimate is the power itself.
-    @inline(__always) func pass(power: UnsafePointer<Float>) {
+    @inline(__always) mutating func pass(power: UnsafePointer<Float>) {
         for k in upTo(stats.count) { gain[k] = 1; cleanPower[k] = power[k] }
     }
 
     /// This frame's gains from its power and the noise estimate (per statistics bin), spread to
     /// every bin in `binGain`. Returns the mean speech presence probability over 300 Hz - 4 kHz.
     /// The per-bin loops are branch-free so that they vectorize.
-    @inline(__always) func compute(power: UnsafePointer<Float>, noise: UnsafePointer<Float>, noiseScale: Float,
-                                   floorGain: Float) -> Float {
+    @inline(__always) mutating func compute(power: UnsafePointer<Float>, noise: UnsafePointer<Float>, noiseScale: Float,
+                                            floorGain: Float) -> Float {
         let xiMin: Float = 0.0031622777  // -25 dB
         let alpha = decisionDirected
         let beta = prioriSmoothing
