@@ -21,11 +21,15 @@ public struct AnalysisShape: Sendable {
 
 struct FilterBank: ~Copyable {
     /// Samples per frame advance; also half the synthesis window (M).
-    let hop: Int
+    var hop: Int { Int(storedHop) }
     /// Analysis frame and transform length (N).
-    let frameLength: Int
+    var frameLength: Int { Int(storedFrameLength) }
     /// Spectrum bins 0...N/2.
-    let bins: Int
+    var bins: Int { Int(storedBins) }
+    // Sizes and positions in 32 bits: loops up to them and index arithmetic on them need no
+    // overflow check (Unchecked.swift).
+    private let storedHop: UInt32, storedFrameLength: UInt32, storedBins: UInt32, storedInputCapacity: UInt32
+    private var storedInputStart: UInt32 = 0, storedFill: UInt32 = 0
     let fft: RealFFT
     let analysisWindow: UnsafeMutablePointer<Float>
     /// For the last 2M samples of a frame.
@@ -37,12 +41,18 @@ struct FilterBank: ~Copyable {
     /// The current frame is input[inputStart..<inputStart + N] (per channel, `inputCapacity` apart):
     /// it advances by M a frame and moves back to the start only when the buffer is used up.
     let input: UnsafeMutablePointer<Float>
-    let inputCapacity: Int
-    var inputStart = 0
+    var inputCapacity: Int { Int(storedInputCapacity) }
+    var inputStart: Int {
+        get { Int(storedInputStart) }
+        set { storedInputStart = UInt32(truncatingIfNeeded: newValue) }
+    }
     let accumulator: UnsafeMutablePointer<Float>
     let ready: UnsafeMutablePointer<Float>
     /// Samples of the current hop received so far.
-    var fill = 0
+    var fill: Int {
+        get { Int(storedFill) }
+        set { storedFill = UInt32(truncatingIfNeeded: newValue) }
+    }
     /// Scratch: one windowed frame, and each channel's spectrum.
     let frame: UnsafeMutablePointer<Float>
     let spectrumReal: UnsafeMutablePointer<Float>
@@ -53,49 +63,62 @@ struct FilterBank: ~Copyable {
     let powerNormalization: Float
 
     /// The hop (M) at `sampleRate`: 1/375 s, so latency 2M - 1 stays within 5.33 ms.
-    static func hop(sampleRate: Double) -> Int { max(4, truncatedInt(sampleRate / 375)) }
+    /// (At most 2^20: rates beyond any hardware's hold it there.)
+    @inline(__always) static func hop(sampleRate: Double) -> Int { min(max(4, truncatedInt(sampleRate / 375)), 1 << 20) }
 
     init(sampleRate: Double, shape: AnalysisShape = AnalysisShape(), arena: inout Arena) {
         let m = Self.hop(sampleRate: sampleRate)
-        hop = m
-        fft = RealFFT(size: min(max(shape.frameHops, 2), 32) &* m, arena: &arena)
-        let n = fft.size
-        frameLength = n
-        bins = n / 2 &+ 1
+        fft = RealFFT(size: min(max(shape.frameHops, 2), 32) * m, arena: &arena)
+        let n = held(fft.size)
+        let bins = n / 2 + 1
+        storedHop = UInt32(m)
+        storedFrameLength = UInt32(n)
+        storedBins = UInt32(bins)
         analysisWindow = arena.floats(n)
-        synthesisWindow = arena.floats(2 &* m)
-        overlapWindow = arena.floats(2 &* m)
+        synthesisWindow = arena.floats(2 * m)
+        overlapWindow = arena.floats(2 * m)
         func hann(_ j: Int) -> Double { 0.5 - 0.5 * LibM.cos(Double.pi * Double(j) / Double(m)) }  // period 2M
-        let rise = n &- m
-        for i in upTo(rise) {
+        let rise = max(n - m, 0)
+        for i in 0..<rise {
             let sine = LibM.sqrt(0.5 - 0.5 * LibM.cos(Double.pi * Double(i) / Double(rise)))
             analysisWindow[i] = Float(shape.riseExponent == 1 ? sine : LibM.pow(sine, shape.riseExponent))
         }
-        for i in loop(from: rise, upTo: n) { analysisWindow[i] = Float(LibM.sqrt(hann(i &- (n &- 2 &* m)))) }
-        for j in upTo(2 &* m) {
-            let a = Double(analysisWindow[n &- 2 &* m &+ j])
+        // The last 2M samples: the fall, and the synthesis window that makes their product a Hann window.
+        let analysisTail = analysisWindow + (n - 2 * m)
+        for j in 0..<2 * m {
+            if j >= m { analysisTail[j] = Float(LibM.sqrt(hann(j))) }
+            let a = Double(analysisTail[j])
             synthesisWindow[j] = a > 0 ? Float(hann(j) / a) : 0
             overlapWindow[j] = Float(hann(j))
         }
         var windowEnergy = 0.0
-        for i in upTo(n) { windowEnergy += Double(analysisWindow[i]) * Double(analysisWindow[i]) }
+        for i in 0..<n { windowEnergy += Double(analysisWindow[i]) * Double(analysisWindow[i]) }
         powerNormalization = Float(1 / (Double(n) * windowEnergy))
-        inputCapacity = n &+ 8 &* m
-        input = arena.floats(2 &* inputCapacity)
-        accumulator = arena.floats(4 &* m)
-        ready = arena.floats(2 &* m)
+        let inputCapacity = n + 8 * m
+        storedInputCapacity = UInt32(truncatingIfNeeded: inputCapacity)
+        input = arena.floats(2 * inputCapacity)
+        accumulator = arena.floats(4 * m)
+        ready = arena.floats(2 * m)
         frame = arena.floats(n)
-        spectrumReal = arena.floats(2 &* bins)
-        spectrumImaginary = arena.floats(2 &* bins)
+        spectrumReal = arena.floats(2 * bins)
+        spectrumImaginary = arena.floats(2 * bins)
         binPower = arena.floats(bins)
     }
 
     mutating func reset() {
-        input.fill(0, count: 2 &* inputCapacity)
+        input.fill(0, count: 2 * inputCapacity)
         inputStart = 0
-        accumulator.fill(0, count: 4 &* hop)
-        ready.fill(0, count: 2 &* hop)
+        accumulator.fill(0, count: 4 * hop)
+        ready.fill(0, count: 2 * hop)
         fill = 0
+    }
+
+    /// Channel `channel`'s (0 or 1) input buffer, accumulator and finished output.
+    @inline(__always) func input(channel: Int) -> UnsafeMutablePointer<Float> { channel == 0 ? input : input + inputCapacity }
+    @inline(__always) func accumulator(channel: Int) -> UnsafeMutablePointer<Float> { channel == 0 ? accumulator : accumulator + 2 * hop }
+    @inline(__always) func ready(channel: Int) -> UnsafeMutablePointer<Float> { channel == 0 ? ready : ready + hop }
+    @inline(__always) func spectrum(channel: Int) -> (real: UnsafeMutablePointer<Float>, imaginary: UnsafeMutablePointer<Float>) {
+        channel == 0 ? (spectrumReal, spectrumImaginary) : (spectrumReal + bins, spectrumImaginary + bins)
     }
 
     /// Exchanges up to the rest of the current hop: the chunk's input goes in, the output for it
@@ -104,75 +127,83 @@ struct FilterBank: ~Copyable {
     /// (`analyze`, then `synthesize` or `passThrough`, then `advance`) and calls `finishHop`.
     @inline(__always) mutating func exchange(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                              stereo: Bool, count: Int) -> (chunk: Int, completes: Bool) {
-        let n = frameLength, m = hop
-        let chunk = min(count, m &- fill)
-        let base = inputStart &+ n &- m &+ fill
-        let bytes = max(0, chunk &* MemoryLayout<Float>.stride)  // max: copyMemory traps on a negative count
-        UnsafeMutableRawPointer(input + base).copyMemory(from: left, byteCount: bytes)
-        if stereo, let right { UnsafeMutableRawPointer(input + inputCapacity + base).copyMemory(from: right, byteCount: bytes) }
-        let completes = fill &+ chunk == m
+        let n = frameLength, m = hop, filled = fill
+        let chunk = held(min(count, m - filled))
+        let base = inputStart + n - m + filled
+        let bytes = max(0, chunk * MemoryLayout<Float>.stride)  // max: copyMemory traps on a negative count
+        UnsafeMutableRawPointer(input(channel: 0) + base).copyMemory(from: left, byteCount: bytes)
+        if stereo, let right { UnsafeMutableRawPointer(input(channel: 1) + base).copyMemory(from: right, byteCount: bytes) }
+        let completes = filled + chunk == m
         // Output for sample at fill f is ready[f + 1]; the one completing a hop reads the new frame's first.
-        let direct = completes ? chunk &- 1 : chunk
-        let directBytes = max(0, direct &* MemoryLayout<Float>.stride)
-        UnsafeMutableRawPointer(left).copyMemory(from: ready + fill + 1, byteCount: directBytes)
-        if stereo, let right { UnsafeMutableRawPointer(right).copyMemory(from: ready + m + fill + 1, byteCount: directBytes) }
-        fill = completes ? 0 : fill &+ chunk
+        let direct = completes ? chunk - 1 : chunk
+        let directBytes = max(0, direct * MemoryLayout<Float>.stride)
+        UnsafeMutableRawPointer(left).copyMemory(from: ready(channel: 0) + filled + 1, byteCount: directBytes)
+        if stereo, let right { UnsafeMutableRawPointer(right).copyMemory(from: ready(channel: 1) + filled + 1, byteCount: directBytes) }
+        fill = completes ? 0 : filled + chunk
         return (chunk, completes)
     }
 
-    /// The last 2M input samples of the frame being processed, in the first channel (`channel` 0)
-    /// or the second.
+    /// The last 2M input samples of the frame being processed, in channel `channel` (0 or 1).
     @inline(__always) func frameTail(channel: Int) -> UnsafeMutablePointer<Float> {
-        input + (channel &* inputCapacity &+ inputStart &+ frameLength &- 2 &* hop)
+        input(channel: channel) + (inputStart + frameLength - 2 * hop)
     }
 
     /// After a frame: the hop's last output sample, into the chunk's last place.
     @inline(__always) func finishHop(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?, stereo: Bool, last: Int) {
         left[last] = ready[0]
-        if stereo, let right { right[last] = ready[hop] }
+        if stereo, let right { right[last] = ready(channel: 1)[0] }
     }
 
     /// Transforms the frame of each channel and sets `binPower`.
     @inline(__always) mutating func analyze(stereo: Bool) {
         let n = frameLength
-        for c in upTo(stereo ? 2 : 1) {
-            let samples = input + (c &* inputCapacity &+ inputStart)
-            for i in upTo(n) { frame[i] = samples[i] * analysisWindow[i] }
-            fft.forward(frame, real: spectrumReal + c &* bins, imaginary: spectrumImaginary + c &* bins)
+        let channelCount = stereo ? 2 : 1
+        var c = 0
+        while c < channelCount {
+            let samples = input(channel: c) + inputStart
+            for i in 0..<n { frame[i] = samples[i] * analysisWindow[i] }
+            let spectrum = spectrum(channel: c)
+            fft.forward(frame, real: spectrum.real, imaginary: spectrum.imaginary)
+            c += 1
         }
         if stereo {
-            let r2 = spectrumReal + bins, i2 = spectrumImaginary + bins
-            for k in upTo(bins) {
+            let (r2, i2) = spectrum(channel: 1)
+            for k in 0..<bins {
                 let a = spectrumReal[k] * spectrumReal[k] + spectrumImaginary[k] * spectrumImaginary[k]
                 let b = r2[k] * r2[k] + i2[k] * i2[k]
                 binPower[k] = 0.5 * (a + b)
             }
         } else {
-            for k in upTo(bins) { binPower[k] = spectrumReal[k] * spectrumReal[k] + spectrumImaginary[k] * spectrumImaginary[k] }
+            for k in 0..<bins { binPower[k] = spectrumReal[k] * spectrumReal[k] + spectrumImaginary[k] * spectrumImaginary[k] }
         }
     }
 
     /// The frame's spectrum times `gains` (per bin), back to time and overlap-added.
     @inline(__always) mutating func synthesize(gains: UnsafePointer<Float>, stereo: Bool) {
         let n = frameLength, m = hop
-        for c in upTo(stereo ? 2 : 1) {
-            let re = spectrumReal + c &* bins, im = spectrumImaginary + c &* bins
-            for k in upTo(bins) {
+        let channelCount = stereo ? 2 : 1
+        var c = 0
+        while c < channelCount {
+            let (re, im) = spectrum(channel: c)
+            for k in 0..<bins {
                 re[k] *= gains[k]
                 im[k] *= gains[k]
             }
-            fft.inverse(real: re, imaginary: im, output: frame, first: n &- 2 &* m)
-            let tail = frame + (n &- 2 &* m), acc = accumulator + c &* 2 &* m
-            for j in upTo(2 &* m) { acc[j] += tail[j] * synthesisWindow[j] }
+            fft.inverse(real: re, imaginary: im, output: frame, first: n - 2 * m)
+            let tail = frame + (n - 2 * m), acc = accumulator(channel: c)
+            for j in 0..<2 * m { acc[j] += tail[j] * synthesisWindow[j] }
+            c += 1
         }
     }
 
     /// The frame unchanged: its share of the output is x · Hann, without a transform.
     @inline(__always) mutating func passThrough(stereo: Bool) {
-        let n = frameLength, m = hop
-        for c in upTo(stereo ? 2 : 1) {
-            let samples = input + (c &* inputCapacity &+ inputStart &+ (n &- 2 &* m)), acc = accumulator + c &* 2 &* m
-            for j in upTo(2 &* m) { acc[j] += samples[j] * overlapWindow[j] }
+        let channelCount = stereo ? 2 : 1
+        var c = 0
+        while c < channelCount {
+            let samples = frameTail(channel: c), acc = accumulator(channel: c)
+            for j in 0..<2 * hop { acc[j] += samples[j] * overlapWindow[j] }
+            c += 1
         }
     }
 
@@ -181,21 +212,25 @@ struct FilterBank: ~Copyable {
     @inline(__always) mutating func advance(stereo: Bool) {
         let n = frameLength, m = hop
         let channelCount = stereo ? 2 : 1
-        for c in upTo(channelCount) {
-            let acc = accumulator + c &* 2 &* m, out = ready + c &* m
-            for j in upTo(m) {
+        var c = 0
+        while c < channelCount {
+            let acc = accumulator(channel: c), later = acc + m, out = ready(channel: c)
+            for j in 0..<m {
                 out[j] = acc[j]
-                acc[j] = acc[j &+ m]
-                acc[j &+ m] = 0
+                acc[j] = later[j]
+                later[j] = 0
             }
+            c += 1
         }
         // The next frame starts M later; when it would run past the buffer, its first N - M samples move to the start.
-        if inputStart &+ n &+ m <= inputCapacity {
-            inputStart &+= m
+        if inputStart + n + m <= inputCapacity {
+            inputStart += m
         } else {
-            for c in upTo(channelCount) {
-                let channel = input + c &* inputCapacity
-                UnsafeMutableRawPointer(channel).copyMemory(from: channel + (inputStart &+ m), byteCount: max(0, (n &- m) &* MemoryLayout<Float>.stride))
+            c = 0
+            while c < channelCount {
+                let channel = input(channel: c)
+                UnsafeMutableRawPointer(channel).copyMemory(from: channel + (inputStart + m), byteCount: max(0, (n - m) * MemoryLayout<Float>.stride))
+                c += 1
             }
             inputStart = 0
         }

@@ -12,13 +12,18 @@
 import CHearModel
 
 public struct GainModel: ~Copyable {
-    /// Layer sizes, from the blob's header.
-    public let inputs: Int
-    public let dense: Int
-    public let hidden: Int
-    public let outputs: Int
+    /// Layer sizes, from the blob's header (at most 512: `init` refuses larger ones).
+    public var inputs: Int { Int(storedInputs) }
+    public var dense: Int { Int(storedDense) }
+    public var hidden: Int { Int(storedHidden) }
+    public var outputs: Int { Int(storedOutputs) }
     /// Statistics updates per model step.
-    public let stride: Int
+    public var stride: Int { Int(storedStride) }
+    /// The input's row length, padded to 8 (dense and hidden are multiples of 8 already).
+    var inputColumns: Int { Int(storedInputColumns) }
+    // In 16 bits: products of two sizes need no overflow check.
+    private let storedInputs: UInt16, storedDense: UInt16, storedHidden: UInt16, storedOutputs: UInt16,
+                storedStride: UInt16, storedInputColumns: UInt16
     /// False when the blob is missing, damaged or of another shape: the suppressor then stays classical.
     public let isAvailable: Bool
 
@@ -26,19 +31,21 @@ public struct GainModel: ~Copyable {
     static let magic: UInt64 = 0x3155_5247_5241_4548
     static let headerBytes = 8 + 4 * 8
 
-    /// The weights, state and scratch, `weightsCount` floats.
+    /// The weights, state and scratch, one piece `weightsCount` floats long, and where each part starts.
     let weights: UnsafeMutablePointer<Float>
     let weightsCount: Int
-    // Offsets into `weights`. `*Columns` are the padded row lengths.
-    /// The input's row length, padded to 8 (dense and hidden are multiples of 8 already).
-    let inputColumns: Int
-    let denseWeights: Int, denseBias: Int
-    let gru1Input: Int, gru1Recurrent: Int, gru1InputBias: Int, gru1RecurrentBias: Int
-    let gru2Input: Int, gru2Recurrent: Int, gru2InputBias: Int, gru2RecurrentBias: Int
-    let outputWeights: Int, outputBias: Int
+    let denseWeights: UnsafeMutablePointer<Float>, denseBias: UnsafeMutablePointer<Float>
+    let gru1Input: UnsafeMutablePointer<Float>, gru1Recurrent: UnsafeMutablePointer<Float>,
+        gru1InputBias: UnsafeMutablePointer<Float>, gru1RecurrentBias: UnsafeMutablePointer<Float>
+    let gru2Input: UnsafeMutablePointer<Float>, gru2Recurrent: UnsafeMutablePointer<Float>,
+        gru2InputBias: UnsafeMutablePointer<Float>, gru2RecurrentBias: UnsafeMutablePointer<Float>
+    let outputWeights: UnsafeMutablePointer<Float>, outputBias: UnsafeMutablePointer<Float>
     /// State and scratch: the input, the dense layer's output, both GRU states (adjacent: [h1; h2]),
     /// the gate pre-activations and the outputs.
-    let input: Int, denseOut: Int, state1: Int, state2: Int, gatesInput: Int, gatesRecurrent: Int, output: Int
+    let input: UnsafeMutablePointer<Float>, denseOut: UnsafeMutablePointer<Float>,
+        state1: UnsafeMutablePointer<Float>, state2: UnsafeMutablePointer<Float>,
+        gatesInput: UnsafeMutablePointer<Float>, gatesRecurrent: UnsafeMutablePointer<Float>,
+        output: UnsafeMutablePointer<Float>
 
     /// Where `weights` lives when it is this model's own (empty when it is a piece of its owner's arena).
     let arena: Arena
@@ -63,156 +70,190 @@ public struct GainModel: ~Copyable {
     }
 
     private init(blob: UnsafeRawBufferPointer, arena: inout Arena, keeping: Bool) {
+        let hasHeader = blob.count >= Self.headerBytes
         func word(_ i: Int) -> Int {
-            guard blob.count >= Self.headerBytes else { return 0 }
+            guard hasHeader else { return 0 }
             return Int(blob.loadUnaligned(fromByteOffset: 8 + 4 * i, as: UInt32.self).littleEndian)
         }
         let version = word(0), inputs = word(1), dense = word(2), hidden = word(3), outputs = word(4),
             stride = word(5), count = word(6), checksum = word(7)
-        // Wrapping arithmetic: sizes out of range (and any product they overflow) fail the checks below.
-        let expected = (dense &* inputs &+ dense)  // dense layer
-            &+ (3 &* hidden &* dense &+ 3 &* hidden &* hidden &+ 6 &* hidden)  // GRU 1
-            &+ (3 &* hidden &* hidden &+ 3 &* hidden &* hidden &+ 6 &* hidden)  // GRU 2
-            &+ (outputs &* 2 &* hidden &+ outputs)  // output layer
-        var valid = blob.count >= Self.headerBytes && blob.loadUnaligned(as: UInt64.self).littleEndian == Self.magic && version == 1
+        let shaped = hasHeader && blob.loadUnaligned(as: UInt64.self).littleEndian == Self.magic && version == 1
             && (1...512).contains(inputs) && (8...256).contains(dense) && (8...256).contains(hidden)
             && dense % 8 == 0 && hidden % 8 == 0 && (1...64).contains(outputs) && (1...8).contains(stride)
-            && count == expected && blob.count == Self.headerBytes &+ 2 &* count
+        // The sizes in 16 bits (they are far below whenever `shaped`), so that their products need
+        // no overflow check.
+        let n0 = Int(UInt16(clamping: inputs)), d0 = Int(UInt16(clamping: dense)), h0 = Int(UInt16(clamping: hidden))
+        let o0 = Int(UInt16(clamping: outputs))
+        let expected = (d0 * n0 + d0)  // dense layer
+            + (3 * h0 * d0 + 3 * h0 * h0 + 6 * h0)  // GRU 1
+            + (3 * h0 * h0 + 3 * h0 * h0 + 6 * h0)  // GRU 2
+            + (o0 * 2 * h0 + o0)  // output layer
+        var valid = shaped && count == expected && blob.count == Self.headerBytes + 2 * count
         if valid {
-            // FNV-1a over the payload: a damaged or truncated blob is refused, never run.
+            // FNV-1a over the payload (a hash: wrapping multiplication): a damaged or truncated blob
+            // is refused, never run.
             var hash: UInt32 = 0x811C_9DC5
-            for i in loop(from: Self.headerBytes, upTo: blob.count) { hash = (hash ^ UInt32(blob[i])) &* 0x0100_0193 }
-            valid = hash == UInt32(checksum)
+            var i = Self.headerBytes
+            while i < blob.count {
+                hash = (hash ^ UInt32(blob[i])) &* 0x0100_0193
+                i += 1
+            }
+            valid = hash == UInt32(truncatingIfNeeded: checksum)
         }
         isAvailable = valid
         // An unavailable model keeps a minimal, valid shape so that every pointer below exists.
-        self.inputs = valid ? inputs : 1
-        self.dense = valid ? dense : 8
-        self.hidden = valid ? hidden : 8
-        self.outputs = valid ? outputs : 1
-        self.stride = valid ? stride : 1
-        func padded(_ n: Int) -> Int { (n &+ 7) / 8 &* 8 }
-        inputColumns = padded(self.inputs)
-        let h = self.hidden, d = self.dense, o = self.outputs
+        let n = valid ? n0 : 1, d = valid ? d0 : 8, h = valid ? h0 : 8, o = valid ? o0 : 1
+        func padded(_ count: Int) -> Int { (count + 7) / 8 * 8 }
+        let columns = padded(n)
+        storedInputs = UInt16(truncatingIfNeeded: n)
+        storedDense = UInt16(truncatingIfNeeded: d)
+        storedHidden = UInt16(truncatingIfNeeded: h)
+        storedOutputs = UInt16(truncatingIfNeeded: o)
+        storedStride = UInt16(truncatingIfNeeded: valid ? min(stride, 8) : 1)
+        storedInputColumns = UInt16(truncatingIfNeeded: columns)
+        // Every part's offset, then one piece for them all.
         var next = 0
-        func take(_ n: Int) -> Int { defer { next &+= padded(n) }; return next }
-        denseWeights = take(d &* inputColumns); denseBias = take(d)
-        gru1Input = take(3 &* h &* d); gru1Recurrent = take(3 &* h &* h); gru1InputBias = take(3 &* h); gru1RecurrentBias = take(3 &* h)
-        gru2Input = take(3 &* h &* h); gru2Recurrent = take(3 &* h &* h); gru2InputBias = take(3 &* h); gru2RecurrentBias = take(3 &* h)
-        outputWeights = take(o &* 2 &* h); outputBias = take(o)
-        input = take(inputColumns); denseOut = take(d); state1 = take(h); state2 = take(h)
-        gatesInput = take(3 &* h); gatesRecurrent = take(3 &* h); output = take(o)
+        func take(_ count: Int) -> Int {
+            let at = next
+            next = Int(UInt32(truncatingIfNeeded: next + padded(count)))  // a few hundred thousand at most
+            return at
+        }
+        let at = (denseWeights: take(d * columns), denseBias: take(d),
+                  gru1Input: take(3 * h * d), gru1Recurrent: take(3 * h * h), gru1InputBias: take(3 * h), gru1RecurrentBias: take(3 * h),
+                  gru2Input: take(3 * h * h), gru2Recurrent: take(3 * h * h), gru2InputBias: take(3 * h), gru2RecurrentBias: take(3 * h),
+                  outputWeights: take(o * 2 * h), outputBias: take(o),
+                  input: take(columns), denseOut: take(d), state1: take(h), state2: take(h),
+                  gatesInput: take(3 * h), gatesRecurrent: take(3 * h), output: take(o))
         weightsCount = next
         let weights = arena.floats(next)
         self.weights = weights
+        denseWeights = weights + at.denseWeights; denseBias = weights + at.denseBias
+        gru1Input = weights + at.gru1Input; gru1Recurrent = weights + at.gru1Recurrent
+        gru1InputBias = weights + at.gru1InputBias; gru1RecurrentBias = weights + at.gru1RecurrentBias
+        gru2Input = weights + at.gru2Input; gru2Recurrent = weights + at.gru2Recurrent
+        gru2InputBias = weights + at.gru2InputBias; gru2RecurrentBias = weights + at.gru2RecurrentBias
+        outputWeights = weights + at.outputWeights; outputBias = weights + at.outputBias
+        input = weights + at.input; denseOut = weights + at.denseOut
+        state1 = weights + at.state1; state2 = weights + at.state2
+        gatesInput = weights + at.gatesInput; gatesRecurrent = weights + at.gatesRecurrent; output = weights + at.output
         self.arena = keeping ? arena.handOver() : Arena()
         guard valid, let base = blob.baseAddress else { return }
 
-        // Offsets as plain values: the nested function must not capture (and so consume) self.
-        let o1 = denseWeights, o2 = denseBias, o3 = gru1Input, o4 = gru1Recurrent, o5 = gru1InputBias, o6 = gru1RecurrentBias
-        let o7 = gru2Input, o8 = gru2Recurrent, o9 = gru2InputBias, o10 = gru2RecurrentBias, o11 = outputWeights, o12 = outputBias
-        let columns = inputColumns, n = self.inputs
-        // The payload, in export order: dense W (d x inputs), b; per GRU W_ih, W_hh, b_ih, b_hh; output W (o x 2h), b.
-        var position = Self.headerBytes
-        func read(into offset: Int, rows: Int, columns: Int, rowStride: Int) {
-            for r in upTo(rows) {
-                for c in upTo(columns) {
-                    let bits = base.loadUnaligned(fromByteOffset: position, as: UInt16.self).littleEndian
-                    weights[offset &+ r &* rowStride &+ c] = Float(Float16(bitPattern: bits))
-                    position &+= 2
+        // The payload, in export order: dense W (d x inputs), b; per GRU W_ih, W_hh, b_ih, b_hh;
+        // output W (o x 2h), b. Each matrix row starts a padded row of its own.
+        var source = base + Self.headerBytes
+        func read(into destination: UnsafeMutablePointer<Float>, rows: Int, columns: Int, rowStride: Int) {
+            var row = destination, r = 0
+            while r < rows {
+                for c in 0..<held(columns) {
+                    row[c] = Float(Float16(bitPattern: source.loadUnaligned(as: UInt16.self).littleEndian))
+                    source += 2
                 }
+                row += rowStride
+                r += 1
             }
         }
-        read(into: o1, rows: d, columns: n, rowStride: columns)
-        read(into: o2, rows: 1, columns: d, rowStride: d)
-        read(into: o3, rows: 3 &* h, columns: d, rowStride: d)
-        read(into: o4, rows: 3 &* h, columns: h, rowStride: h)
-        read(into: o5, rows: 1, columns: 3 &* h, rowStride: 3 &* h)
-        read(into: o6, rows: 1, columns: 3 &* h, rowStride: 3 &* h)
-        read(into: o7, rows: 3 &* h, columns: h, rowStride: h)
-        read(into: o8, rows: 3 &* h, columns: h, rowStride: h)
-        read(into: o9, rows: 1, columns: 3 &* h, rowStride: 3 &* h)
-        read(into: o10, rows: 1, columns: 3 &* h, rowStride: 3 &* h)
-        read(into: o11, rows: o, columns: 2 &* h, rowStride: 2 &* h)
-        read(into: o12, rows: 1, columns: o, rowStride: o)
+        read(into: weights + at.denseWeights, rows: d, columns: n, rowStride: columns)
+        read(into: weights + at.denseBias, rows: 1, columns: d, rowStride: d)
+        read(into: weights + at.gru1Input, rows: 3 * h, columns: d, rowStride: d)
+        read(into: weights + at.gru1Recurrent, rows: 3 * h, columns: h, rowStride: h)
+        read(into: weights + at.gru1InputBias, rows: 1, columns: 3 * h, rowStride: 3 * h)
+        read(into: weights + at.gru1RecurrentBias, rows: 1, columns: 3 * h, rowStride: 3 * h)
+        read(into: weights + at.gru2Input, rows: 3 * h, columns: h, rowStride: h)
+        read(into: weights + at.gru2Recurrent, rows: 3 * h, columns: h, rowStride: h)
+        read(into: weights + at.gru2InputBias, rows: 1, columns: 3 * h, rowStride: 3 * h)
+        read(into: weights + at.gru2RecurrentBias, rows: 1, columns: 3 * h, rowStride: 3 * h)
+        read(into: weights + at.outputWeights, rows: o, columns: 2 * h, rowStride: 2 * h)
+        read(into: weights + at.outputBias, rows: 1, columns: o, rowStride: o)
     }
 
-
     /// Where the caller writes the `inputs` features before `step`.
-    public var features: UnsafeMutablePointer<Float> { weights + input }
+    public var features: UnsafeMutablePointer<Float> { input }
     /// The last step's outputs: `outputs` values in 0...1.
-    public var result: UnsafePointer<Float> { UnsafePointer(weights + output) }
+    public var result: UnsafePointer<Float> { UnsafePointer(output) }
 
     /// Clears the recurrent state (a stream restarts).
     @_noLocks public mutating func reset() {
-        for i in upTo(hidden) {
-            weights[state1 &+ i] = 0
-            weights[state2 &+ i] = 0
+        for i in 0..<hidden {
+            state1[i] = 0
+            state2[i] = 0
         }
     }
 
     /// One step: reads `features`, updates the state, writes `result`.
     @_noLocks public mutating func step() {
         guard isAvailable else { return }
-        let a = weights
-        Self.multiply(a + denseWeights, rows: dense, columns: inputColumns, a + input, plus: a + denseBias, into: a + denseOut)
-        for i in upTo(dense) { a[denseOut &+ i] = Self.tanh(a[denseOut &+ i]) }
-        gru(input: a + denseOut, inputColumns: dense, inputWeights: gru1Input, recurrent: gru1Recurrent,
+        Self.multiply(denseWeights, rows: dense, columns: inputColumns, input, plus: denseBias, into: denseOut)
+        for i in 0..<dense { denseOut[i] = Self.tanh(denseOut[i]) }
+        gru(input: denseOut, inputColumns: dense, inputWeights: gru1Input, recurrent: gru1Recurrent,
             inputBias: gru1InputBias, recurrentBias: gru1RecurrentBias, state: state1)
-        gru(input: a + state1, inputColumns: hidden, inputWeights: gru2Input, recurrent: gru2Recurrent,
+        gru(input: state1, inputColumns: hidden, inputWeights: gru2Input, recurrent: gru2Recurrent,
             inputBias: gru2InputBias, recurrentBias: gru2RecurrentBias, state: state2)
         // [h1; h2] are adjacent in `weights` (hidden is a multiple of 8, so no padding between them).
-        Self.multiply(a + outputWeights, rows: outputs, columns: 2 &* hidden, a + state1, plus: a + outputBias, into: a + output)
-        for i in upTo(outputs) { a[output &+ i] = Self.sigmoid(a[output &+ i]) }
+        Self.multiply(outputWeights, rows: outputs, columns: 2 * hidden, state1, plus: outputBias, into: output)
+        for i in 0..<outputs { output[i] = Self.sigmoid(output[i]) }
     }
 
-    @inline(__always) func gru(input x: UnsafeMutablePointer<Float>, inputColumns: Int, inputWeights: Int, recurrent: Int,
-                               inputBias: Int, recurrentBias: Int, state: Int) {
-        let a = weights, h = hidden
-        Self.multiply(a + inputWeights, rows: 3 &* h, columns: inputColumns, x, plus: a + inputBias, into: a + gatesInput)
-        Self.multiply(a + recurrent, rows: 3 &* h, columns: h, a + state, plus: a + recurrentBias, into: a + gatesRecurrent)
-        let gi = a + gatesInput, gh = a + gatesRecurrent, s = a + state
-        for i in upTo(h) {
-            let r = Self.sigmoid(gi[i] + gh[i])
-            let z = Self.sigmoid(gi[h &+ i] + gh[h &+ i])
-            let n = Self.tanh(gi[2 &* h &+ i] + r * gh[2 &* h &+ i])
+    @inline(__always) func gru(input x: UnsafeMutablePointer<Float>, inputColumns: Int, inputWeights: UnsafeMutablePointer<Float>,
+                               recurrent: UnsafeMutablePointer<Float>, inputBias: UnsafeMutablePointer<Float>,
+                               recurrentBias: UnsafeMutablePointer<Float>, state s: UnsafeMutablePointer<Float>) {
+        let h = hidden
+        Self.multiply(inputWeights, rows: 3 * h, columns: inputColumns, x, plus: inputBias, into: gatesInput)
+        Self.multiply(recurrent, rows: 3 * h, columns: h, s, plus: recurrentBias, into: gatesRecurrent)
+        // The gates r, z, n, h apart in each vector.
+        let inputR = gatesInput, inputZ = gatesInput + h, inputN = gatesInput + 2 * h
+        let stateR = gatesRecurrent, stateZ = gatesRecurrent + h, stateN = gatesRecurrent + 2 * h
+        var i = 0
+        while i < h {
+            let r = Self.sigmoid(inputR[i] + stateR[i])
+            let z = Self.sigmoid(inputZ[i] + stateZ[i])
+            let n = Self.tanh(inputN[i] + r * stateN[i])
             s[i] = n + z * (s[i] - n)
+            i += 1
         }
     }
 
-    /// out = W x + b for a row-major W whose rows are `columns` long (a multiple of 8).
+    /// out = W x + b for a row-major W whose rows are `columns` long (a multiple of 8). (`while`
+    /// loops: a `for` over a range keeps a check of its index in bodies this large; FixedBuffer.swift.)
     @inline(__always) static func multiply(_ w: UnsafeMutablePointer<Float>, rows: Int, columns: Int, _ x: UnsafeMutablePointer<Float>,
                                            plus bias: UnsafeMutablePointer<Float>, into out: UnsafeMutablePointer<Float>) {
+        let rows = held(rows), columns = held(columns)
         let blocks = columns / 8
         let vector = UnsafeRawPointer(x)
-        var r = 0
         // Four rows at a time: four independent accumulators share each load of x.
-        while r &+ 4 <= rows {
-            let row0 = UnsafeRawPointer(w + r &* columns), row1 = UnsafeRawPointer(w + (r &+ 1) &* columns)
-            let row2 = UnsafeRawPointer(w + (r &+ 2) &* columns), row3 = UnsafeRawPointer(w + (r &+ 3) &* columns)
+        var row = UnsafeRawPointer(w)
+        let rowBytes = 4 * columns
+        var r = 0
+        while r < rows - 3 {
             var s0 = SIMD8<Float>(), s1 = SIMD8<Float>(), s2 = SIMD8<Float>(), s3 = SIMD8<Float>()
-            for j in upTo(blocks) {
-                let offset = j &* 32
+            var j = 0
+            while j < blocks {
+                let offset = 32 * j
                 let v = vector.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
-                s0 += row0.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * v
-                s1 += row1.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * v
-                s2 += row2.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * v
-                s3 += row3.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * v
+                s0 += row.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * v
+                s1 += (row + rowBytes).loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * v
+                s2 += (row + 2 * rowBytes).loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * v
+                s3 += (row + 3 * rowBytes).loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * v
+                j += 1
             }
-            out[r] = s0.sum() + bias[r]
-            out[r &+ 1] = s1.sum() + bias[r &+ 1]
-            out[r &+ 2] = s2.sum() + bias[r &+ 2]
-            out[r &+ 3] = s3.sum() + bias[r &+ 3]
-            r &+= 4
+            let results = out + r, biases = bias + r
+            results[0] = s0.sum() + biases[0]
+            results[1] = s1.sum() + biases[1]
+            results[2] = s2.sum() + biases[2]
+            results[3] = s3.sum() + biases[3]
+            row += 4 * rowBytes
+            r += 4
         }
         while r < rows {
-            let row = UnsafeRawPointer(w + r &* columns)
-            var s = SIMD8<Float>()
-            for j in upTo(blocks) {
-                s += row.loadUnaligned(fromByteOffset: j &* 32, as: SIMD8<Float>.self) * vector.loadUnaligned(fromByteOffset: j &* 32, as: SIMD8<Float>.self)
+            var sum = SIMD8<Float>()
+            var j = 0
+            while j < blocks {
+                sum += row.loadUnaligned(fromByteOffset: 32 * j, as: SIMD8<Float>.self) * vector.loadUnaligned(fromByteOffset: 32 * j, as: SIMD8<Float>.self)
+                j += 1
             }
-            out[r] = s.sum() + bias[r]
-            r &+= 1
+            out[r] = sum.sum() + bias[r]
+            row += rowBytes
+            r += 1
         }
     }
 

@@ -14,11 +14,11 @@
 // speech kept its SI-SDR; unarmed, the same kind of limit cost clean speech 0.7-3 dB of it).
 
 package struct KeyClickLimit: ~Copyable {
-    let bins: Int
-    let hop: Int
+    var bins: Int { Int(storedBins) }
+    var hop: Int { Int(storedHop) }
     /// The short transform of the arming detector: 2M samples, zero-padded to a power of two.
     let fft: RealFFT
-    let shortBins: Int
+    var shortBins: Int { Int(storedShortBins) }
     let window: UnsafeMutablePointer<Float>
     let scratch: UnsafeMutablePointer<Float>
     let shortReal: UnsafeMutablePointer<Float>
@@ -34,9 +34,12 @@ package struct KeyClickLimit: ~Copyable {
     var previousOpenness: Float = 0
     let armDecay: Float
     /// Short bins: the first looked at and the last counted; the first bin limited.
-    let shortLow: Int
-    let shortHigh: Int
-    let limitLow: Int
+    var shortLow: Int { Int(storedShortLow) }
+    var shortHigh: Int { Int(storedShortHigh) }
+    var limitLow: Int { Int(storedLimitLow) }
+    // Sizes in 32 bits: loops up to them and arithmetic on them need no overflow check.
+    private let storedBins: UInt32, storedHop: UInt32, storedShortBins: UInt32, storedShortLow: UInt32,
+                storedShortHigh: UInt32, storedLimitLow: UInt32
 
     /// How far a short bin's power must stand above its envelope (9 dB), and fall after (to half
     /// of it, 3 dB), to count as a click.
@@ -59,22 +62,28 @@ package struct KeyClickLimit: ~Copyable {
     /// Whether typing has armed the limit.
     package var armed: Bool { arming >= Self.armCount }
 
-    init(sampleRate: Double, hop m: Int, frameLength n: Int, arena: inout Arena) {
-        hop = m
-        bins = n / 2 &+ 1
-        fft = RealFFT(size: 2 &* m, arena: &arena)
-        let size = fft.size
-        shortBins = size / 2 &+ 1
+    init(sampleRate: Double, hop: Int, frameLength: Int, arena: inout Arena) {
+        let m = held(hop), n = held(frameLength)
+        let bins = n / 2 + 1
+        fft = RealFFT(size: 2 * m, arena: &arena)
+        let size = held(fft.size)
+        let shortBins = size / 2 + 1
         let shortHz = sampleRate / Double(size)
-        shortLow = max(1, min(truncatedInt(Self.lowHz / shortHz), shortBins &- 1))
-        shortHigh = max(shortLow, min(truncatedInt(Self.shareHighHz / shortHz), shortBins &- 1))
-        limitLow = max(1, min(truncatedInt(Self.lowHz / (sampleRate / Double(n))), bins))
+        let shortLow = max(1, min(truncatedInt(Self.lowHz / shortHz), shortBins - 1))
+        let shortHigh = max(shortLow, min(truncatedInt(Self.shareHighHz / shortHz), shortBins - 1))
+        let limitLow = max(1, min(truncatedInt(Self.lowHz / (sampleRate / Double(n))), bins))
+        storedBins = UInt32(truncatingIfNeeded: bins)
+        storedHop = UInt32(truncatingIfNeeded: m)
+        storedShortBins = UInt32(truncatingIfNeeded: shortBins)
+        storedShortLow = UInt32(truncatingIfNeeded: shortLow)
+        storedShortHigh = UInt32(truncatingIfNeeded: shortHigh)
+        storedLimitLow = UInt32(truncatingIfNeeded: limitLow)
         armDecay = Float(LibM.exp(-Double(m) / sampleRate / Self.armSeconds))
         clickRise = Float(Decibels.toPower(Self.clickRiseDB))
         shortEnvelopeFall = Float(Decibels.toPower(Self.shortEnvelopeFallDB))
         rise = Float(Decibels.toPower(Self.riseDB))
         window = arena.floats(size)
-        for j in upTo(2 &* m) { window[j] = Float(0.5 - 0.5 * LibM.cos(2 * Double.pi * (Double(j) + 0.5) / Double(2 &* m))) }
+        for j in 0..<2 * m { window[j] = Float(0.5 - 0.5 * LibM.cos(2 * Double.pi * (Double(j) + 0.5) / Double(2 * m))) }
         scratch = arena.floats(size)
         shortReal = arena.floats(shortBins)
         shortImaginary = arena.floats(shortBins)
@@ -95,24 +104,31 @@ package struct KeyClickLimit: ~Copyable {
     /// Frame t's last 2M samples (`right`: the other channel, averaged in): whether frame t - 1 held
     /// a broadband click, counted while the gate (`openness`, at t) was shut.
     @inline(__always) mutating func listen(_ left: UnsafePointer<Float>, _ right: UnsafePointer<Float>?, openness: Float) {
-        let twoHops = 2 &* hop, size = fft.size
+        let twoHops = 2 * hop, size = fft.size
         if let right {
-            for j in upTo(twoHops) { scratch[j] = 0.5 * (left[j] + right[j]) * window[j] }
+            for j in 0..<twoHops { scratch[j] = 0.5 * (left[j] + right[j]) * window[j] }
         } else {
-            for j in upTo(twoHops) { scratch[j] = left[j] * window[j] }
+            for j in 0..<twoHops { scratch[j] = left[j] * window[j] }
         }
-        for j in loop(from: twoHops, upTo: size) { scratch[j] = 0 }
+        var j = twoHops
+        while j < size {
+            scratch[j] = 0
+            j += 1
+        }
         fft.forward(scratch, real: shortReal, imaginary: shortImaginary)
-        for j in upTo(shortBins) { current[j] = shortReal[j] * shortReal[j] + shortImaginary[j] * shortImaginary[j] + 1e-20 }
-        var clicks = 0
-        for j in loop(from: shortLow, upTo: shortHigh &+ 1) {
+        for j in 0..<shortBins { current[j] = shortReal[j] * shortReal[j] + shortImaginary[j] * shortImaginary[j] + 1e-20 }
+        // Counted as a Float (exact at these sizes).
+        var clicks: Float = 0
+        j = shortLow
+        while j <= shortHigh {
             let p = previous[j]
-            if p > clickRise * shortEnvelope[j] && current[j] < Self.clickFall * p { clicks &+= 1 }
+            if p > clickRise * shortEnvelope[j] && current[j] < Self.clickFall * p { clicks += 1 }
+            j += 1
         }
         arming *= armDecay
-        let broadband = clicks > 0 && Float(clicks) >= Self.broadbandShare * Float(shortHigh &- shortLow &+ 1)
+        let broadband = clicks > 0 && clicks >= Self.broadbandShare * Float(shortHigh - shortLow + 1)
         if broadband && previousOpenness < Self.gateShut { arming += 1 }
-        for j in upTo(shortBins) {
+        for j in 0..<shortBins {
             let e = shortEnvelope[j]
             shortEnvelope[j] = max(min(previous[j], clickRise * e), e * shortEnvelopeFall)
             previous[j] = current[j]
@@ -125,14 +141,20 @@ package struct KeyClickLimit: ~Copyable {
     @inline(__always) mutating func limit(_ mask: UnsafeMutablePointer<Float>, power: UnsafePointer<Float>, floorGain: Float,
                                           weight: Float) {
         if armed && weight > 0 {
-            for k in loop(from: limitLow, upTo: bins) {
+            var k = limitLow
+            while k < bins {
                 let p = power[k], e = envelope[k]
                 if p > rise * e {
                     let capped = min(mask[k], max(LibM.sqrt(rise * e / p), floorGain))
                     mask[k] += weight * (capped - mask[k])
                 }
+                k += 1
             }
         }
-        for k in loop(from: limitLow, upTo: bins) { envelope[k] = min(power[k], rise * envelope[k]) + 1e-30 }
+        var k = limitLow
+        while k < bins {
+            envelope[k] = min(power[k], rise * envelope[k]) + 1e-30
+            k += 1
+        }
     }
 }

@@ -101,16 +101,20 @@ struct LearnedGains: ~Copyable {
     /// correlation: a lag reaches up to half the frame (SpeechActivity), N / 2M hops.
     let pastReal: UnsafeMutablePointer<Float>
     let pastImaginary: UnsafeMutablePointer<Float>
-    let pastFrames: Int
+    var pastFrames: Int { Int(storedPastFrames) }
     /// The cross spectrum's imaginary part (scratch), and the lag's refinement: ± samples, over the
     /// bins to 4 kHz.
     let crossImaginary: UnsafeMutablePointer<Float>
     /// The power of the frame a pitch period earlier, per bin (scratch).
     let delayedPower: UnsafeMutablePointer<Float>
-    let refineRange: Int
-    let refineBins: Int
-    var newestPast = 0
-    let hop: Int
+    var refineRange: Int { Int(storedRefineRange) }
+    var refineBins: Int { Int(storedRefineBins) }
+    /// The ring's newest slot.
+    var newestPast: Int {
+        get { Int(storedNewestPast) }
+        set { storedNewestPast = UInt16(truncatingIfNeeded: newValue) }
+    }
+    var hop: Int { Int(storedHop) }
     /// Band power to the level at 48 kHz (see the header).
     let levelScale: Float
     /// The level mean's step per model step, and whether it holds a level yet (it starts at the
@@ -118,7 +122,12 @@ struct LearnedGains: ~Copyable {
     let levelMeanRate: Float
     var levelMeanPrimed = false
     /// The transform length: the pitch lag's phase per bin is 2π lag / N.
-    let frameLength: Int
+    var frameLength: Int { Int(storedFrameLength) }
+    // Sizes in 32 bits, the ring's in 16 (a few frames): loops up to them and arithmetic on them
+    // need no overflow check.
+    private let storedRefineRange: UInt32, storedRefineBins: UInt32, storedHop: UInt32, storedFrameLength: UInt32
+    private let storedPastFrames: UInt16
+    private var storedNewestPast: UInt16 = 0
     /// The model's speech probability, last step.
     var speech: Float = 0
     /// Model steps taken (or feature sets computed) since init.
@@ -151,18 +160,20 @@ struct LearnedGains: ~Copyable {
         levelMean = arena.floats(count)
         bandCross = arena.floats(count)
         bandDelayed = arena.floats(count)
-        let m = max(1, truncatedInt(stepSeconds * sampleRate + 0.5))
-        hop = m
-        pastFrames = n / (2 &* m) &+ 2
-        pastReal = arena.floats(pastFrames &* stats.bins)
-        pastImaginary = arena.floats(pastFrames &* stats.bins)
+        let frameLength = held(n)
+        let m = min(max(1, truncatedInt(stepSeconds * sampleRate + 0.5)), 1 << 20)
+        let pastFrames = min(frameLength / (2 * m) + 2, 1 << 15)
+        storedHop = UInt32(m)
+        storedPastFrames = UInt16(pastFrames)
+        pastReal = arena.floats(pastFrames * stats.bins)
+        pastImaginary = arena.floats(pastFrames * stats.bins)
         crossImaginary = arena.floats(stats.bins)
         delayedPower = arena.floats(stats.bins)
-        refineRange = max(1, truncatedInt(sampleRate / 6000))
-        refineBins = min(stats.bins, truncatedInt(4000 * Double(n) / sampleRate) &+ 1)
-        levelScale = powerNormalization * Float(n) * Float(48000 / sampleRate)
+        storedRefineRange = UInt32(min(max(1, truncatedInt(sampleRate / 6000)), 1 << 16))
+        storedRefineBins = UInt32(min(stats.bins, max(0, held(truncatedInt(4000 * Double(frameLength) / sampleRate)) + 1)))
+        levelScale = powerNormalization * Float(frameLength) * Float(48000 / sampleRate)
         levelMeanRate = Float(1 - LibM.exp(-stepSeconds / Self.levelMeanSeconds))
-        frameLength = n
+        storedFrameLength = UInt32(frameLength)
     }
 
     mutating func reset() {
@@ -173,8 +184,8 @@ struct LearnedGains: ~Copyable {
         levelMeanPrimed = false
         // A stream starts as not steady: the floor goes deeper once the noise has shown it is.
         heardOverNoise.fill(Self.steadyLimit, count: stats.count)
-        pastReal.fill(0, count: pastFrames &* stats.bins)
-        pastImaginary.fill(0, count: pastFrames &* stats.bins)
+        pastReal.fill(0, count: pastFrames * stats.bins)
+        pastImaginary.fill(0, count: pastFrames * stats.bins)
         newestPast = 0
         binGain.fill(1, count: stats.bins)
     }
@@ -201,15 +212,17 @@ struct LearnedGains: ~Copyable {
         // The frame a pitch period earlier: `back` hops ago, moved by the rest of the lag (at most
         // half a hop either way) as a phase ramp of `turn` per bin, by a rotation per bin (one sin
         // and cos a frame; the rounding over 1,000 bins stays near 1e-5).
-        let back = min(max(truncatedInt(Double(pitchSamples) / Double(hop) + 0.5), 1), pastFrames &- 1)
-        let rest = Double(pitchSamples) - Double(back &* hop)
-        let slot = newestPast &- back &+ 1 < 0 ? newestPast &- back &+ 1 &+ pastFrames : newestPast &- back &+ 1
-        let re = pastReal + slot &* bins, im = pastImaginary + slot &* bins
+        let frames = pastFrames
+        let back = min(max(truncatedInt(Double(pitchSamples) / Double(hop) + 0.5), 1), frames - 1)
+        let rest = Double(pitchSamples) - Double(back) * Double(hop)
+        let newest = newestPast
+        let slot = newest - back + 1 < 0 ? newest - back + 1 + frames : newest - back + 1
+        let re = pastReal + slot * bins, im = pastImaginary + slot * bins
         // X · conj(P e^{-i turn k}) = X · conj(P) · e^{i turn k}: the cross spectrum first, P's
         // power, and this frame into the ring (a slot `back` >= 1 frames from the one read).
-        let newestSlot = newestPast &+ 1 == pastFrames ? 0 : newestPast &+ 1
-        let newestRe = pastReal + newestSlot &* bins, newestIm = pastImaginary + newestSlot &* bins
-        for k in upTo(bins) {
+        let newestSlot = newest < frames - 1 ? newest + 1 : 0
+        let newestRe = pastReal + newestSlot * bins, newestIm = pastImaginary + newestSlot * bins
+        for k in 0..<bins {
             let xr = spectrumReal[k], xi = spectrumImaginary[k], pr = re[k], pi = im[k]
             binScratch[k] = xr * pr + xi * pi
             crossImaginary[k] = xi * pr - xr * pi
@@ -222,11 +235,14 @@ struct LearnedGains: ~Copyable {
         // The gate's lag can be a few samples off (its correlation is that of the power in
         // 200 Hz-2 kHz): the lag within ±`refineRange` samples that correlates best to 4 kHz counts.
         var best = rest, bestSum = -Float.greatestFiniteMagnitude
-        for offset in loop(from: 0 &- refineRange, upTo: refineRange &+ 1) {
+        let range = refineRange
+        var offset = -range
+        while offset <= range {
             let candidate = rest + Double(offset)
             let sum = Self.rotatedSum(binScratch, crossImaginary, count: refineBins,
                                       turn: 2 * Double.pi * candidate / Double(frameLength))
             if sum > bestSum { bestSum = sum; best = candidate }
+            offset += 1
         }
         Self.rotate(binScratch, crossImaginary, count: bins, turn: 2 * Double.pi * best / Double(frameLength))
         bands.average(binScratch, into: bandCross)
@@ -235,7 +251,7 @@ struct LearnedGains: ~Copyable {
         let meanRate = levelMeanPrimed ? levelMeanRate : 1
         levelMeanPrimed = true
         var levelSum: Float = 0, levelBands: Float = 0
-        for b in upTo(count) {
+        for b in 0..<count {
             let has: Float = bands.inverseWeight[b] > 0 ? 1 : 0
             let power = bandEnergy[b]
             let level = levelScale * power
@@ -274,37 +290,39 @@ struct LearnedGains: ~Copyable {
     /// Σ Re(z_k e^{i turn k}) over k < count, z_k = real[k] + i imaginary[k].
     @inline(__always) static func rotatedSum(_ real: UnsafeMutablePointer<Float>, _ imaginary: UnsafeMutablePointer<Float>,
                                              count: Int, turn: Double) -> Float {
+        let count = held(count)
         var (c, s, stepCos, stepSin) = phases(turn)
         var sum = SIMD4<Float>(repeating: 0)
         var k = 0
-        while k &+ 4 <= count {
+        while k < count - 3 {
             sum += load4(real + k) * c - load4(imaginary + k) * s
             (c, s) = (c * stepCos - s * stepSin, s * stepCos + c * stepSin)
-            k &+= 4
+            k += 4
         }
         // The last 0-3 bins, from the lanes by name (a SIMD subscript checks its index).
         var total = sum.sum()
-        let left = count &- k
-        if left > 0 { total += real[k] * c.x - imaginary[k] * s.x }
-        if left > 1 { total += real[k &+ 1] * c.y - imaginary[k &+ 1] * s.y }
-        if left > 2 { total += real[k &+ 2] * c.z - imaginary[k &+ 2] * s.z }
+        let left = count - k, tailReal = real + k, tailImaginary = imaginary + k
+        if left > 0 { total += tailReal[0] * c.x - tailImaginary[0] * s.x }
+        if left > 1 { total += tailReal[1] * c.y - tailImaginary[1] * s.y }
+        if left > 2 { total += tailReal[2] * c.z - tailImaginary[2] * s.z }
         return total
     }
 
     /// real[k] = Re(z_k e^{i turn k}) for k < count, z_k = real[k] + i imaginary[k].
     @inline(__always) static func rotate(_ real: UnsafeMutablePointer<Float>, _ imaginary: UnsafeMutablePointer<Float>,
                                          count: Int, turn: Double) {
+        let count = held(count)
         var (c, s, stepCos, stepSin) = phases(turn)
         var k = 0
-        while k &+ 4 <= count {
+        while k < count - 3 {
             store4(real + k, load4(real + k) * c - load4(imaginary + k) * s)
             (c, s) = (c * stepCos - s * stepSin, s * stepCos + c * stepSin)
-            k &+= 4
+            k += 4
         }
-        let left = count &- k
-        if left > 0 { real[k] = real[k] * c.x - imaginary[k] * s.x }
-        if left > 1 { real[k &+ 1] = real[k &+ 1] * c.y - imaginary[k &+ 1] * s.y }
-        if left > 2 { real[k &+ 2] = real[k &+ 2] * c.z - imaginary[k &+ 2] * s.z }
+        let left = count - k, tailReal = real + k, tailImaginary = imaginary + k
+        if left > 0 { tailReal[0] = tailReal[0] * c.x - tailImaginary[0] * s.x }
+        if left > 1 { tailReal[1] = tailReal[1] * c.y - tailImaginary[1] * s.y }
+        if left > 2 { tailReal[2] = tailReal[2] * c.z - tailImaginary[2] * s.z }
     }
 
     /// One model step: the band gains spread to the bins, applied to this very frame. No hold
@@ -316,7 +334,7 @@ struct LearnedGains: ~Copyable {
         // A gain the sigmoid took down to ~1e-38 would turn subnormal in the interpolation (and
         // every multiply on a subnormal costs an assist on x86): held at `tiny`, which the blend
         // reads it as anyway, far under any floor.
-        for b in upTo(count) { bandGain[b] = max(result[b], Self.tiny) }
+        for b in 0..<count { bandGain[b] = max(result[b], Self.tiny) }
         bands.interpolate(bandGain, into: binGain)
         speech = count < model.outputs ? result[count] : 0
     }
@@ -356,7 +374,7 @@ struct LearnedGains: ~Copyable {
         // The steady part: the floor's factor from 1 (the mean at `steadyLimit` and above) down to
         // steadyGain (the mean at 1), never below the floor itself (at ns.reduction 0, nothing).
         let deepest = max(steadyGain, floor), rate = steadyRate, limit = Self.steadyLimit
-        for j in upTo(stats.count) {
+        for j in 0..<stats.count {
             let level = max(power[j], 1e-30), noiseHere = max(noise[j], 1e-30)
             heardOverNoise[j] += rate * (level / noiseHere - heardOverNoise[j])
             let fluctuation = min(max((heardOverNoise[j] - 1) / (limit - 1), 0), 1)
@@ -366,11 +384,12 @@ struct LearnedGains: ~Copyable {
         }
         stats.expand(statsFloor, into: binFloor)
         // log2 of the estimator's gain per bin, then its band means spread back to the bins.
-        for k in upTo(bins) { binScratch[k] = FastMath.log2(max(estimator[k], tiny)) }
+        for k in 0..<bins { binScratch[k] = FastMath.log2(max(estimator[k], tiny)) }
         bands.average(binScratch, into: bandEstimateGain)
         bands.interpolate(bandEstimateGain, into: binScratch)
         let lead = Self.modelLead, lift = Self.estimatorLift
-        for k in loop(from: 1, upTo: bins) {
+        var k = 1
+        while k < bins {
             // The model estimates sqrt(S / (S + N)) per band (its training target); squared, the
             // band's Wiener gain S / (S + N).
             let model = 2 * FastMath.log2(max(binGain[k], tiny))
@@ -379,6 +398,7 @@ struct LearnedGains: ~Copyable {
             let g = max(FastMath.exp2(min(min(model, shaped), estimate + lift)), floor * binFloor[k])
             let learned = 1 - strength * (1 - g)
             mask[k] += weight * (learned - mask[k])
+            k += 1
         }
         // The DC bin carries no speech: the floor, as in the classical mask.
         let dc = 1 - strength * (1 - floor)

@@ -22,12 +22,16 @@ struct NoiseEstimate {
     let windowMaximum: UnsafeMutablePointer<Float>
     let pastMinima: UnsafeMutablePointer<Float>
     let pastMinimum: UnsafeMutablePointer<Float>
-    let minimumWindows = 8
-    let minimumWindowFrames: Int
+    static let minimumWindows = 8
+    var minimumWindowFrames: Int { Int(storedMinimumWindowFrames) }
+    private let storedMinimumWindowFrames: UInt32
     var minimumFrame = 0
-    var minimumSlot = 0
-    /// Sub-windows in a row that looked like a noise estimate learned on something else.
-    var stuckWindows = 0
+    /// The sub-window whose minima `pastMinima` holds next (0 ..< minimumWindows; in 8 bits, so
+    /// that its product with the bin count needs no overflow check).
+    var minimumSlot: UInt8 = 0
+    /// Whether the last sub-window looked like a noise estimate learned on something else.
+    var stuckBefore = false
+    /// Frames since the reset, counted up to `warmupFrames`.
     var framesSinceReset = 0
     let powerSmoothing: Float
     let minimumBias: Float
@@ -50,14 +54,14 @@ struct NoiseEstimate {
         smoothedPower = arena.floats(count)
         windowMinimum = arena.floats(count, .greatestFiniteMagnitude)
         windowMaximum = arena.floats(count)
-        pastMinima = arena.floats(8 &* count, .greatestFiniteMagnitude)
+        pastMinima = arena.floats(Self.minimumWindows * count, .greatestFiniteMagnitude)
         pastMinimum = arena.floats(count, .greatestFiniteMagnitude)
         func perFrame(_ factor: Double, per seconds: Double) -> Float { Float(LibM.pow(factor, frameSeconds / seconds)) }
         presenceSmoothing = perFrame(0.9, per: 0.016)
         noiseSmoothing = perFrame(0.8, per: 0.016)
         warmupFrames = max(1, truncatedInt(0.03 / frameSeconds))
         // Minima over the sub-windows spanning about 1.5 s: longer than a word, shorter than a noise change may take.
-        minimumWindowFrames = max(1, truncatedInt(1.5 / Double(minimumWindows) / frameSeconds))
+        storedMinimumWindowFrames = UInt32(held(max(1, truncatedInt(1.5 / Double(Self.minimumWindows) / frameSeconds))))
         powerSmoothing = Float(LibM.exp(-frameSeconds / 0.05))
         // The minimum of a smoothed periodogram sits well below the noise's mean (Martin 2001 derives
         // the factor from its variance). 2.75 for this smoothing and overlap: on stationary noise the
@@ -74,11 +78,11 @@ struct NoiseEstimate {
         smoothedPower.fill(0, count: count)
         windowMinimum.fill(.greatestFiniteMagnitude, count: count)
         windowMaximum.fill(0, count: count)
-        pastMinima.fill(.greatestFiniteMagnitude, count: minimumWindows &* count)
+        pastMinima.fill(.greatestFiniteMagnitude, count: Self.minimumWindows * count)
         pastMinimum.fill(.greatestFiniteMagnitude, count: count)
         minimumFrame = 0
         minimumSlot = 0
-        stuckWindows = 0
+        stuckBefore = false
         framesSinceReset = 0
         noiseFloorDB = -120
     }
@@ -90,13 +94,15 @@ struct NoiseEstimate {
         if framesSinceReset < warmupFrames {
             // Start from the first frames' mean: they are taken as noise.
             let weight = 1 / Float(framesSinceReset + 1)
-            for k in upTo(stats.count) { noise[k] = max(noise[k] + weight * (power[k] - noise[k]), floorPower) }
+            for k in 0..<stats.count { noise[k] = max(noise[k] + weight * (power[k] - noise[k]), floorPower) }
         } else {
             // p(H1 | y) with a fixed a-priori SNR of 15 dB under speech presence.
             let xiH1: Float = 31.622776
             let c1 = 1 + xiH1, c2 = xiH1 / (1 + xiH1) * 1.442695041
             let alphaP = presenceSmoothing, alphaN = noiseSmoothing
-            for k in upTo(stats.count) {
+            // (`while` loops where the body is large: FixedBuffer.swift.)
+            var k = 0
+            while k < stats.count {
                 let lambda = noise[k]
                 let ratio = power[k] / lambda
                 var p = 1 / (1 + c1 * FastMath.exp2(-c2 * ratio))
@@ -106,13 +112,14 @@ struct NoiseEstimate {
                 p = average > 0.99 ? min(p, 0.99) : p
                 let expected = p * lambda + (1 - p) * power[k]
                 noise[k] = max(alphaN * lambda + (1 - alphaN) * expected, floorPower)
+                k += 1
             }
         }
         trackMinimum()
         var total: Float = 0
-        for k in upTo(stats.count) { total += stats.weight[k] * noise[k] }
+        for k in 0..<stats.count { total += stats.weight[k] * noise[k] }
         noiseFloorDB = Decibels.fastFromPower(max(total * powerNormalization, 1e-14))
-        framesSinceReset &+= 1
+        if framesSinceReset < warmupFrames { framesSinceReset += 1 }
     }
 
     /// The ceiling: the noise estimate never exceeds the bias-compensated minimum of the smoothed
@@ -122,7 +129,7 @@ struct NoiseEstimate {
         let alpha = powerSmoothing
         let bias = minimumBias
         if framesSinceReset < warmupFrames {
-            for k in upTo(stats.count) {
+            for k in 0..<stats.count {
                 smoothedPower[k] = noise[k]
                 windowMinimum[k] = noise[k]
                 windowMaximum[k] = noise[k]
@@ -131,29 +138,32 @@ struct NoiseEstimate {
         }
         // The ceiling: the minimum over the past sub-windows (kept up to date when one completes)
         // and the current one.
-        for k in upTo(stats.count) {
+        var k = 0
+        while k < stats.count {
             let smoothed = alpha * smoothedPower[k] + (1 - alpha) * power[k]
             smoothedPower[k] = smoothed
             let current = min(windowMinimum[k], smoothed)
             windowMinimum[k] = current
             windowMaximum[k] = max(windowMaximum[k], smoothed)
             noise[k] = max(min(noise[k], bias * min(current, pastMinimum[k])), 1e-12)
+            k += 1
         }
-        minimumFrame &+= 1
-        if minimumFrame >= minimumWindowFrames {
+        if minimumFrame < minimumWindowFrames - 1 {
+            minimumFrame += 1
+        } else {
             minimumFrame = 0
             relearnIfStuck()
-            let slot = pastMinima + minimumSlot &* stats.count
-            for k in upTo(stats.count) {
+            let slot = pastMinima + Int(minimumSlot) * stats.count
+            for k in 0..<stats.count {
                 slot[k] = windowMinimum[k]
                 windowMinimum[k] = smoothedPower[k]
                 windowMaximum[k] = smoothedPower[k]
             }
-            minimumSlot = minimumSlot &+ 1 == minimumWindows ? 0 : minimumSlot &+ 1
-            for k in upTo(stats.count) { pastMinimum[k] = pastMinima[k] }
-            for w in loop(from: 1, upTo: minimumWindows) {
-                let past = pastMinima + w &* stats.count
-                for k in upTo(stats.count) { pastMinimum[k] = min(pastMinimum[k], past[k]) }
+            minimumSlot = Int(minimumSlot) < Self.minimumWindows - 1 ? minimumSlot + 1 : 0
+            for k in 0..<stats.count { pastMinimum[k] = pastMinima[k] }
+            for w in 1..<Self.minimumWindows {
+                let past = pastMinima + w * stats.count
+                for k in 0..<stats.count { pastMinimum[k] = min(pastMinimum[k], past[k]) }
             }
         }
     }
@@ -169,31 +179,41 @@ struct NoiseEstimate {
     @inline(__always) mutating func relearnIfStuck() {
         let margin: Float = 8  // the sub-window's minimum at least 9 dB above the estimate
         let steadiness: Float = 4  // and its maximum within 6 dB of its minimum
-        var stuck = 0, active = 0
-        for k in upTo(stats.count) {
+        // Counted as Floats (exact at these sizes).
+        var stuck: Float = 0, active: Float = 0
+        var k = 0
+        while k < stats.count {
             let low = windowMinimum[k], high = windowMaximum[k]
-            active &+= high > 0 ? 1 : 0
-            stuck &+= low > margin * noise[k] && high < steadiness * low ? 1 : 0
+            active += high > 0 ? 1 : 0
+            stuck += low > margin * noise[k] && high < steadiness * low ? 1 : 0
+            k += 1
         }
         // Nearly every bin that carries any signal (a band-limited stream leaves exact zeros above),
         // in two sub-windows in a row (a vowel is not held that steady for 0.4 s).
-        guard active > 0, 5 &* stuck >= 4 &* active else {
-            stuckWindows = 0
+        guard active > 0, 5 * stuck >= 4 * active else {
+            stuckBefore = false
             return
         }
-        stuckWindows &+= 1
-        guard stuckWindows >= 2 else { return }
-        stuckWindows = 0
+        guard stuckBefore else {
+            stuckBefore = true
+            return
+        }
+        stuckBefore = false
         let bias = minimumBias
-        for k in upTo(stats.count) where windowMinimum[k] > margin * noise[k] {
+        k = 0
+        while k < stats.count {
             let low = windowMinimum[k]
-            noise[k] = bias * low
-            // The past sub-windows held the silence: their minima would pull the ceiling back down.
-            for w in upTo(minimumWindows) {
-                let past = pastMinima + w &* stats.count
-                past[k] = max(past[k], low)
+            if low > margin * noise[k] {
+                noise[k] = bias * low
+                // The past sub-windows held the silence: their minima would pull the ceiling back down.
+                var past = pastMinima + k
+                for _ in 0..<Self.minimumWindows {
+                    past[0] = max(past[0], low)
+                    past += stats.count
+                }
+                presenceAverage[k] = 0
             }
-            presenceAverage[k] = 0
+            k += 1
         }
     }
 }

@@ -34,13 +34,13 @@ public struct NoiseSuppressor: ~Copyable {
     public let sampleRate: Double
     public let channels: Int
     /// Samples per frame advance; also half the synthesis window (M).
-    public let hop: Int
+    public var hop: Int { bank.hop }
     /// Analysis frame and transform length (N).
-    public let frameLength: Int
+    public var frameLength: Int { bank.frameLength }
     /// Spectrum bins 0...N/2.
-    public let bins: Int
+    public var bins: Int { bank.bins }
     /// Samples between a sample entering and leaving the stage: 2M - 1.
-    public let latency: Int
+    public var latency: Int { 2 * hop - 1 }
 
     /// The parts (see the header), all in `arena`.
     var bank: FilterBank
@@ -98,7 +98,7 @@ public struct NoiseSuppressor: ~Copyable {
 
     /// The hop (M) this stage uses at `sampleRate`: 1/375 s, so latency 2M - 1 stays within 5.33 ms.
     public static func hop(sampleRate: Double) -> Int { FilterBank.hop(sampleRate: sampleRate) }
-    public static func latency(sampleRate: Double) -> Int { 2 &* hop(sampleRate: sampleRate) &- 1 }
+    public static func latency(sampleRate: Double) -> Int { 2 * hop(sampleRate: sampleRate) - 1 }
 
     /// `shape`: the analysis window's (measurements only; the plugin uses the default).
     public init(sampleRate: Double, channels: Int, values: ParameterValues, shape: AnalysisShape = AnalysisShape()) {
@@ -121,7 +121,7 @@ public struct NoiseSuppressor: ~Copyable {
         let spectralGain = SpectralGain(stats: stats, sampleRate: sampleRate, frameLength: n, frameSeconds: frameSeconds,
                                         arena: &arena)
         let activity = SpeechActivity(sampleRate: sampleRate, frameLength: n, analysisWindow: bank.analysisWindow,
-                                      updateSeconds: frameSeconds, statsFirst: stats.first, statsBins: stats.count, arena: &arena)
+                                      updateSeconds: frameSeconds, stats: stats, arena: &arena)
         let learnedGains = LearnedGains(sampleRate: sampleRate, frameLength: n, stepSeconds: frameSeconds,
                                         powerNormalization: bank.powerNormalization,
                                         stats: stats, arena: &arena)
@@ -129,10 +129,6 @@ public struct NoiseSuppressor: ~Copyable {
         appliedGain = arena.floats(bins, 1)
         self.sampleRate = sampleRate
         self.channels = min(max(channels, 1), 2)
-        hop = m
-        frameLength = n
-        self.bins = bins
-        latency = 2 &* m &- 1
         modelAvailable = learnedGains.isAvailable
         mixRate = Float(1 - LibM.exp(-frameSeconds / 0.010))
         meterRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
@@ -185,16 +181,18 @@ public struct NoiseSuppressor: ~Copyable {
     @_noLocks public mutating func process(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
                                            count: Int) {
         let stereo = channels == 2 && right != nil
-        var done = 0
-        while done < count {
-            var rightHere: UnsafeMutablePointer<Float>? = nil
-            if let right { rightHere = right + done }
-            let (chunk, completes) = bank.exchange(left + done, rightHere, stereo: stereo, count: count &- done)
+        // The audio still to exchange, where it starts: the buffers advance by a chunk at a time
+        // (at most the rest of a hop).
+        var left = left, right = right, remaining = held(count)
+        while remaining > 0 {
+            let (chunk, completes) = bank.exchange(left, right, stereo: stereo, count: remaining)
             if completes {
                 processFrame(stereo: stereo)
-                bank.finishHop(left, right, stereo: stereo, last: done &+ chunk &- 1)
+                bank.finishHop(left, right, stereo: stereo, last: chunk - 1)
             }
-            done &+= chunk
+            left += chunk
+            right = right.map { $0 + chunk }
+            remaining = held(remaining - chunk)
         }
     }
 
@@ -226,7 +224,7 @@ public struct NoiseSuppressor: ~Copyable {
             clickLimit.listen(bank.frameTail(channel: 0), stereo ? bank.frameTail(channel: 1) : nil, openness: activity.openness)
             clickLimit.limit(appliedGain, power: bank.binPower, floorGain: floorGain, weight: learnedMix * mix)
             if case .mask(let supplied) = suppliedGains {
-                for k in upTo(bins) { appliedGain[k] = supplied[k] }
+                for k in 0..<bins { appliedGain[k] = supplied[k] }
             }
             bank.synthesize(gains: appliedGain, stereo: stereo)
         }
@@ -238,9 +236,11 @@ public struct NoiseSuppressor: ~Copyable {
         let floor = floorGain, strength = mix
         let open = activity.openness
         let binGain = spectralGain.binGain
-        for k in loop(from: 1, upTo: bins &- 1) {
+        var k = 1
+        while k < bins - 1 {
             let gated = floor + open * (binGain[k] - floor)
             appliedGain[k] = 1 - strength * (1 - gated)
+            k += 1
         }
         // The DC and Nyquist bins are real: their powers do not follow the complex statistics the
         // rules assume, and they carry no speech. The Nyquist bin takes its neighbour's gain. The DC
@@ -251,7 +251,7 @@ public struct NoiseSuppressor: ~Copyable {
         // lose 1 dB and turn 15 degrees through the same smear (clean-speech SI-SDR 24 dB in
         // `make eval`, 25 dB for speech at 8 kHz in the tests).
         appliedGain[0] = 1 - strength * (1 - floor)
-        appliedGain[bins &- 1] = appliedGain[bins &- 2]
+        appliedGain[bins - 1] = appliedGain[bins - 2]
         // While the gate is shut the suppressor treats everything as noise, and the meter says so.
         speechProbability += meterRate * (presence * open - speechProbability)
     }
@@ -271,13 +271,13 @@ public struct NoiseSuppressor: ~Copyable {
                                          openness: activity.openness, periodicity: activity.periodicity,
                                          pitchSamples: activity.pitchSamples)
             if running { learnedGains.step() }
-            learnedGains.steps &+= 1
+            if learnedGains.steps < Int.max { learnedGains.steps += 1 }
         }
         if case .model(let supplied) = suppliedGains {
-            for k in upTo(bins) { learnedGains.binGain[k] = supplied[k] }
+            for k in 0..<bins { learnedGains.binGain[k] = supplied[k] }
         }
         if case .bands(let supplied) = suppliedGains {
-            for b in upTo(SpeechBandLayout.count) { learnedGains.bandGain[b] = supplied[b] }
+            for b in 0..<SpeechBandLayout.count { learnedGains.bandGain[b] = supplied[b] }
             learnedGains.bands.interpolate(learnedGains.bandGain, into: learnedGains.binGain)
         }
         if learnedMix > 0 {

@@ -25,7 +25,8 @@ struct SpectralGain {
     /// Every spectrum bin's gain (from its statistics bin).
     let binGain: UnsafeMutablePointer<Float>
     /// Half the width of the ~1 kHz average, in bins.
-    let globalHalf: Int
+    var globalHalf: Int { Int(storedGlobalHalf) }
+    private let storedGlobalHalf: UInt32
     /// The decision-directed weight of the last frame's clean estimate: 0.9 per 5.33 ms (Ephraim &
     /// Malah's value at that update rate), whatever the frame rate.
     let decisionDirected: Float
@@ -44,7 +45,7 @@ struct SpectralGain {
         presence = arena.floats(count)
         gain = arena.floats(count, 1)
         binGain = arena.floats(stats.bins, 1)
-        globalHalf = max(1, truncatedInt(500 / (sampleRate / Double(frameLength))))
+        storedGlobalHalf = UInt32(max(1, min(truncatedInt(500 / (sampleRate / Double(frameLength))), 1 << 16)))
         prioriSmoothing = Float(LibM.pow(0.7, frameSeconds / 0.008))
         decisionDirected = Float(LibM.pow(0.9, frameSeconds / 0.005_333))
         riseMinimum = Float(1 - LibM.exp(-frameSeconds / 0.030))
@@ -58,7 +59,7 @@ struct SpectralGain {
 
     /// While the suppressor is off: no gain, and the clean estimate is the power itself.
     @inline(__always) mutating func pass(power: UnsafePointer<Float>) {
-        for k in upTo(stats.count) { gain[k] = 1; cleanPower[k] = power[k] }
+        for k in 0..<stats.count { gain[k] = 1; cleanPower[k] = power[k] }
     }
 
     /// This frame's gains from its power and the noise estimate (per statistics bin), spread to
@@ -70,43 +71,55 @@ struct SpectralGain {
         let alpha = decisionDirected
         let beta = prioriSmoothing
         let scale = noiseScale
-        let speechLow = stats.speechLow, speechHigh = stats.speechHigh
-        for k in upTo(stats.count) {
+        let count = stats.count, speech = stats.speechBins
+        // (`while` loops where the body is large: FixedBuffer.swift.)
+        var k = 0
+        while k < count {
             let inverseNoise = 1 / (noise[k] * scale)
             let gamma = power[k] * inverseNoise
             let xi = max(alpha * cleanPower[k] * inverseNoise + (1 - alpha) * max(gamma - 1, 0), xiMin)
             posterioriSNR[k] = gamma
             prioriSNR[k] = xi
             prioriAverage[k] = beta * prioriAverage[k] + (1 - beta) * xi
+            k += 1
         }
 
         // A-priori speech absence from the smoothed a-priori SNR: local (3 stats.count), global (about 1 kHz), frame.
         var frameSum: Float = 0
-        for k in loop(from: stats.speechLow, upTo: stats.speechHigh) { frameSum += prioriAverage[k] }
-        let framePresence = Self.presence(frameSum / Float(stats.speechHigh &- stats.speechLow))
-        // Sliding window [k - globalHalf, k + globalHalf], cut at the ends of the spectrum.
+        for k in speech { frameSum += prioriAverage[k] }
+        let framePresence = Self.presence(frameSum / Float(speech.count))
+        // Sliding window [k - globalHalf, k + globalHalf], cut at the ends of the spectrum; its
+        // count of bins is a Float (exact at these sizes).
+        let half = globalHalf
         var globalSum: Float = 0
-        var globalCount = 0
-        for k in upTo(min(stats.count, globalHalf &+ 1)) { globalSum += prioriAverage[k]; globalCount &+= 1 }
-        bandAverage[0] = globalSum / Float(globalCount)
-        for k in loop(from: 1, upTo: stats.count) {
-            let entering = k &+ globalHalf, leaving = k &- globalHalf &- 1
-            if entering < stats.count { globalSum += prioriAverage[entering]; globalCount &+= 1 }
-            if leaving >= 0 { globalSum -= prioriAverage[leaving]; globalCount &-= 1 }
-            bandAverage[k] = globalSum / Float(globalCount)
+        var globalCount: Float = 0
+        for k in 0..<min(count, half + 1) { globalSum += prioriAverage[k]; globalCount += 1 }
+        bandAverage[0] = globalSum / globalCount
+        let entering = prioriAverage + half, leaving = prioriAverage - half - 1
+        k = 1
+        while k < count {
+            if k < count - half { globalSum += entering[k]; globalCount += 1 }
+            if k > half { globalSum -= leaving[k]; globalCount -= 1 }
+            bandAverage[k] = globalSum / globalCount
+            k += 1
         }
+        let last = count - 1
         absence[0] = 1 - Self.presence(prioriAverage[0]) * Self.presence(bandAverage[0]) * framePresence
-        absence[stats.count &- 1] = 1 - Self.presence(prioriAverage[stats.count &- 1]) * Self.presence(bandAverage[stats.count &- 1]) * framePresence
-        for k in loop(from: 1, upTo: stats.count &- 1) {
-            let local = (prioriAverage[k &- 1] + prioriAverage[k] + prioriAverage[k &+ 1]) * (1 / 3)
+        absence[last] = 1 - Self.presence(prioriAverage[last]) * Self.presence(bandAverage[last]) * framePresence
+        let below = prioriAverage - 1, above = prioriAverage + 1
+        k = 1
+        while k < last {
+            let local = (below[k] + prioriAverage[k] + above[k]) * (1 / 3)
             absence[k] = 1 - Self.presence(local) * Self.presence(bandAverage[k]) * framePresence
+            k += 1
         }
 
         let floorLog2 = FastMath.log2(floorGain)
         let floor = floorGain
         let qMax: Float = 0.95
         let rise = riseMinimum
-        for k in upTo(stats.count) {
+        k = 0
+        while k < count {
             let gamma = posterioriSNR[k]
             // Two-step a-priori SNR (Plapous et al.): the decision-directed estimate lags a frame
             // behind onsets; one more step through the gain rule removes that lag.
@@ -127,16 +140,17 @@ struct SpectralGain {
             let step = combined > previous ? rise + (1 - rise) * (1 - q) : 1
             let smoothed = previous + step * (combined - previous)
             gain[k] = smoothed
+            k += 1
         }
         // Back to every bin: a band above 4 kHz gives its gain to each of its bins.
         stats.expand(gain, into: binGain)
         // The DC and Nyquist statistics bins follow their neighbours into the next frame (the mask
         // itself takes care of both bins: NoiseSuppressor.applyGate).
         gain[0] = gain[1]
-        gain[stats.count &- 1] = gain[stats.count &- 2]
+        gain[last] = gain[last - 1]
         var presenceSum: Float = 0
-        for k in loop(from: speechLow, upTo: speechHigh) { presenceSum += presence[k] }
-        return presenceSum / Float(speechHigh &- speechLow)
+        for k in speech { presenceSum += presence[k] }
+        return presenceSum / Float(speech.count)
     }
 
     /// The log-spectral amplitude gain ξ/(1+ξ) · exp(E1(v)/2), v = γξ/(1+ξ), at most 1; and e^-v.

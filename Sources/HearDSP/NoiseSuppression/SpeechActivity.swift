@@ -33,7 +33,7 @@ public struct SpeechActivity: ~Copyable {
     let voicedPeak: Float = 0.6
     /// Updates in a row that must show the same pitch: those within 10.7 ms (a vowel holds its
     /// pitch that long; steady noise's correlation rarely peaks at one lag twice over that span).
-    let voicedUpdates: Int
+    var voicedUpdates: Int { Int(storedVoicedUpdates) }
     static let voicedSeconds = 0.0107
     static let holdSeconds = 0.3
     static let closeSeconds = 0.1
@@ -44,8 +44,10 @@ public struct SpeechActivity: ~Copyable {
     let correlation: UnsafeMutablePointer<Float>
     /// Per correlation lag: the window's autocorrelation at lag 0 over the one at this lag.
     let lagNormalization: UnsafeMutablePointer<Float>
-    let voicingLow: Int, voicingHigh: Int
-    let lagFirst: Int, lagLast: Int
+    var voicingLow: Int { Int(storedVoicingLow) }
+    var voicingHigh: Int { Int(storedVoicingHigh) }
+    var lagFirst: Int { Int(storedLagFirst) }
+    var lagLast: Int { Int(storedLagLast) }
     /// The pitch's finer correlation (`findPitch`): its transform, buffers, per-lag normalization,
     /// lag range and samples per lag.
     let fineFFT: RealFFT
@@ -53,83 +55,106 @@ public struct SpeechActivity: ~Copyable {
     let fineImaginary: UnsafeMutablePointer<Float>
     let fineCorrelation: UnsafeMutablePointer<Float>
     let fineNormalization: UnsafeMutablePointer<Float>
-    let fineFirst: Int, fineLast: Int
+    var fineFirst: Int { Int(storedFineFirst) }
+    var fineLast: Int { Int(storedFineLast) }
     let fineSamplesPerLag: Float
     /// Sub-band edges (statistics bins), `bandCount + 1` of them; band 0 is the low band of the onset rule.
-    let bandEdges: UnsafeMutablePointer<Int>
+    let bandEdges: UnsafeMutablePointer<UInt32>
     /// Spectrum bins per statistics bin.
     let statsWidth: UnsafeMutablePointer<Float>
-    let bandCount: Int
-    let holdUpdates: Int
+    static let bandCount = 4
+    var holdUpdates: Int { Int(storedHoldUpdates) }
     let closeStep: Float
+    // Sizes, lags and counts in 32 bits: loops up to them and arithmetic on them need no overflow
+    // check (Unchecked.swift).
+    private let storedVoicedUpdates: UInt32, storedVoicingLow: UInt32, storedVoicingHigh: UInt32,
+                storedLagFirst: UInt32, storedLagLast: UInt32, storedFineFirst: UInt32, storedFineLast: UInt32,
+                storedHoldUpdates: UInt32
 
+    /// Updates in a row that were voiced at the same pitch (counted up to `voicedUpdates`).
     var voicedRun = 0
-    var pitchLag = 0
+    /// The last update's lag, in 32 bits like the lags it is compared with.
+    var pitchLag: UInt32 = 0
+    /// Updates since the last evidence (counted up to `holdUpdates`).
     var sinceEvidence = 0
 
-    /// `frameLength`, `analysisWindow` and the statistics bins (StatisticsBins.first) are
-    /// the suppressor's; `updateSeconds` is the time between updates.
-    init(sampleRate: Double, frameLength n: Int, analysisWindow: UnsafePointer<Float>, updateSeconds: Double,
-         statsFirst: UnsafePointer<Int>, statsBins: Int, arena: inout Arena) {
-        let binWidth = sampleRate / Double(n)
-        let bins = n / 2 &+ 1
-        func bin(_ hz: Double) -> Int { max(1, min(bins &- 1, truncatedInt(hz / binWidth + 0.5))) }
+    /// `frameLength`, `analysisWindow` and the statistics bins are the suppressor's;
+    /// `updateSeconds` is the time between updates.
+    init(sampleRate: Double, frameLength: Int, analysisWindow: UnsafePointer<Float>, updateSeconds: Double,
+         stats: StatisticsBins, arena: inout Arena) {
+        let n = held(frameLength)
+        let binWidth = sampleRate / Double(max(n, 1))
+        let bins = n / 2 + 1
+        let statsBins = stats.count
+        // Every lag and count below is a few thousand at most: in 32 bits (`size32`).
+        func size32(_ value: Int) -> Int { Int(UInt32(truncatingIfNeeded: value)) }
+        let lastBin = bins - 1
+        @inline(__always) func bin(_ hz: Double) -> Int { size32(max(1, min(lastBin, truncatedInt(hz / binWidth + 0.5)))) }
         /// The first statistics bin that passes `test`, else `statsBins`.
         func firstStatsBin(where test: (Int) -> Bool) -> Int {
-            for j in upTo(statsBins) where test(j) { return j }
+            for j in 0..<statsBins where test(j) { return j }
             return statsBins
         }
         // The voicing band reads statistics bins as spectrum bins, so it stays where they are one bin
         // wide (below 4 kHz at every rate).
-        let singleBins = firstStatsBin { statsFirst[$0 &+ 1] &- statsFirst[$0] > 1 }
-        voicingLow = bin(200)
-        voicingHigh = max(voicingLow &+ 1, min(bin(2000), singleBins))
+        let singleBins = firstStatsBin { stats.binsOf($0).count > 1 }
+        let voicingLow = bin(200)
+        let voicingHigh = size32(max(voicingLow + 1, min(bin(2000), singleBins)))
         // Long enough to hold the band: lag j of the correlation is j · n / size samples.
-        fft = RealFFT(size: 2 &* voicingHigh &+ 2, arena: &arena)
-        let size = fft.size
-        real = arena.floats(size / 2 &+ 1)
-        imaginary = arena.floats(size / 2 &+ 1)
+        fft = RealFFT(size: 2 * voicingHigh + 2, arena: &arena)
+        let size = held(fft.size)
+        real = arena.floats(size / 2 + 1)
+        imaginary = arena.floats(size / 2 + 1)
         correlation = arena.floats(size)
-        let step = Double(n) / Double(size)
-        lagFirst = max(1, truncatedInt(0.0025 * sampleRate / step) &+ 1)
-        lagLast = max(lagFirst, size / 2 &- 1)
-        lagNormalization = arena.floats(size / 2 &+ 1)
+        let step = Double(n) / Double(max(size, 1))
+        let lagFirst = size32(max(1, held(truncatedInt(0.0025 * sampleRate / step)) + 1))
+        let lagLast = size32(max(lagFirst, size / 2 - 1))
+        lagNormalization = arena.floats(size / 2 + 1)
         func windowCorrelation(_ lag: Int) -> Double {
-            var sum = 0.0
-            for i in upTo(n &- lag) { sum += Double(analysisWindow[i]) * Double(analysisWindow[i &+ lag]) }
+            let lag = held(lag), shifted = analysisWindow + lag
+            var sum = 0.0, i = 0
+            while i < n - lag {
+                sum += Double(analysisWindow[i]) * Double(shifted[i])
+                i += 1
+            }
             return sum
         }
         let zero = windowCorrelation(0)
-        for j in upTo(size / 2 &+ 1) {
-            let lag = min(n &- 1, truncatedInt(Double(j) * step + 0.5))
+        for j in 0..<size / 2 + 1 {
+            let lag = min(n - 1, held(truncatedInt(Double(j) * step + 0.5)))
             lagNormalization[j] = Float(zero / max(windowCorrelation(lag), zero * 1e-3))
         }
-        fineFFT = RealFFT(size: 4 &* size, arena: &arena)
-        let fineSize = fineFFT.size
-        fineReal = arena.floats(fineSize / 2 &+ 1)
-        fineImaginary = arena.floats(fineSize / 2 &+ 1)
+        fineFFT = RealFFT(size: 4 * size, arena: &arena)
+        let fineSize = held(fineFFT.size)
+        fineReal = arena.floats(fineSize / 2 + 1)
+        fineImaginary = arena.floats(fineSize / 2 + 1)
         fineCorrelation = arena.floats(fineSize)
-        fineNormalization = arena.floats(fineSize / 2 &+ 1)
-        let fineStep = Double(n) / Double(fineSize)
+        fineNormalization = arena.floats(fineSize / 2 + 1)
+        let fineStep = Double(n) / Double(max(fineSize, 1))
         fineSamplesPerLag = Float(fineStep)
-        fineFirst = max(1, truncatedInt(0.0025 * sampleRate / fineStep) &+ 1)
-        fineLast = max(fineFirst, fineSize / 2 &- 1)
-        for j in upTo(fineSize / 2 &+ 1) {
-            let lag = min(n &- 1, truncatedInt(Double(j) * fineStep + 0.5))
+        let fineFirst = size32(max(1, held(truncatedInt(0.0025 * sampleRate / fineStep)) + 1))
+        let fineLast = size32(max(fineFirst, fineSize / 2 - 1))
+        for j in 0..<fineSize / 2 + 1 {
+            let lag = min(n - 1, held(truncatedInt(Double(j) * fineStep + 0.5)))
             fineNormalization[j] = Float(zero / max(windowCorrelation(lag), zero * 1e-3))
         }
         // In statistics bins: the first whose spectrum bins start at or above each edge.
         let edgeHz: InlineArray<5, Double> = [300, 1000, 2000, 4000, 8000]
-        bandCount = 4
-        bandEdges = arena.ints(5)
-        for i in upTo(5) {
+        bandEdges = arena.take(Self.bandCount + 1, UInt32(0))
+        for i in 0..<Self.bandCount + 1 {
             let edge = bin(edgeHz[unchecked: i])
-            bandEdges[i] = firstStatsBin { statsFirst[$0] >= edge }
+            bandEdges[i] = UInt32(truncatingIfNeeded: firstStatsBin { stats.binsOf($0).lowerBound >= edge })
         }
         statsWidth = arena.floats(statsBins)
-        for j in upTo(statsBins) { statsWidth[j] = Float(statsFirst[j &+ 1] &- statsFirst[j]) }
-        holdUpdates = max(1, truncatedInt(Self.holdSeconds / updateSeconds))
-        voicedUpdates = max(2, truncatedInt(Self.voicedSeconds / updateSeconds + 0.5))
+        for j in 0..<statsBins { statsWidth[j] = Float(stats.binsOf(j).count) }
+        storedVoicingLow = UInt32(truncatingIfNeeded: voicingLow)
+        storedVoicingHigh = UInt32(truncatingIfNeeded: voicingHigh)
+        storedLagFirst = UInt32(truncatingIfNeeded: lagFirst)
+        storedLagLast = UInt32(truncatingIfNeeded: lagLast)
+        storedFineFirst = UInt32(truncatingIfNeeded: fineFirst)
+        storedFineLast = UInt32(truncatingIfNeeded: fineLast)
+        storedHoldUpdates = UInt32(truncatingIfNeeded: held(max(1, truncatedInt(Self.holdSeconds / updateSeconds))))
+        storedVoicedUpdates = UInt32(truncatingIfNeeded: held(max(2, truncatedInt(Self.voicedSeconds / updateSeconds + 0.5))))
         closeStep = Float(updateSeconds / Self.closeSeconds)
     }
 
@@ -150,48 +175,64 @@ public struct SpeechActivity: ~Copyable {
     /// 30 % of the highest counts (the highest is often a multiple of the period: normalized by
     /// the window, long lags are lifted, and held at lag 0's value).
     @_noLocks public mutating func findPitch(power: UnsafePointer<Float>) {
-        for k in loop(from: voicingLow, upTo: voicingHigh) { fineReal[k] = power[k] }
+        copyVoicingBand(power, into: fineReal)
         fineFFT.inverse(real: fineReal, imaginary: fineImaginary, output: fineCorrelation)
         let ceiling = fineCorrelation[0]
         let last = fineFFT.size / 2
-        var peak: Float = 0, peakLag = fineFirst
-        for j in loop(from: fineFirst, upTo: fineLast &+ 1) {
-            let value = min(fineCorrelation[j] * fineNormalization[j], ceiling)
-            if value > peak { peak = value; peakLag = j }
+        let first = fineFirst, correlation = fineCorrelation, normalization = fineNormalization
+        func value(_ j: Int) -> Float { min(correlation[j] * normalization[j], ceiling) }
+        var peak: Float = 0, peakLag = first
+        var j = first
+        while j <= fineLast {
+            let here = value(j)
+            if here > peak { peak = here; peakLag = j }
+            j += 1
         }
         var lag = peakLag
-        for j in loop(from: fineFirst, upTo: peakLag) {
-            let here = min(fineCorrelation[j] * fineNormalization[j], ceiling)
-            let before = min(fineCorrelation[j &- 1] * fineNormalization[j &- 1], ceiling)
-            let after = min(fineCorrelation[j &+ 1] * fineNormalization[j &+ 1], ceiling)
+        j = first
+        while j < peakLag {
+            let here = value(j), before = value(j - 1), after = value(j + 1)
             if here >= 0.7 * peak && here >= before && here >= after {
                 lag = j
                 break
             }
+            j += 1
         }
-        let next = min(lag &+ 1, last)
-        let here = fineCorrelation[lag] * fineNormalization[lag]
-        let before = fineCorrelation[lag &- 1] * fineNormalization[lag &- 1]
-        let after = fineCorrelation[next] * fineNormalization[next]
+        // The parabola reads the unclamped correlation.
+        let next = min(lag + 1, last)
+        let here = correlation[lag] * normalization[lag]
+        let before = correlation[lag - 1] * normalization[lag - 1]
+        let after = correlation[next] * normalization[next]
         let curvature = before - 2 * here + after
         let offset = curvature < 0 ? min(max(0.5 * (before - after) / curvature, -0.5), 0.5) : 0
         pitchSamples = (Float(lag) + offset) * fineSamplesPerLag
+    }
+
+    /// The voicing band of `power` into `real` (zero elsewhere, as at init).
+    @inline(__always) func copyVoicingBand(_ power: UnsafePointer<Float>, into real: UnsafeMutablePointer<Float>) {
+        var k = voicingLow
+        while k < voicingHigh {
+            real[k] = power[k]
+            k += 1
+        }
     }
 
     /// One update from the power and the noise estimate of every statistics bin.
     @_noLocks public mutating func update(power: UnsafePointer<Float>, noise: UnsafePointer<Float>) {
         var level = false, lowLevel = false
         var lowExcess: Float = 0, highExcess: Float = 0, voicingExcess: Float = 0
-        for b in upTo(bandCount) {
-            let from = bandEdges[b], to = bandEdges[b &+ 1]
-            if to <= from { continue }
+        for b in 0..<Self.bandCount {
+            var k = Int(bandEdges[b])
+            let to = Int(bandEdges[b + 1])
+            if to <= k { continue }
             var p: Float = 0, q: Float = 0, ratios: Float = 0
             var width: Float = 0
-            for k in loop(from: from, upTo: to) {
+            while k < to {
                 p += statsWidth[k] * power[k]
                 q += statsWidth[k] * noise[k]
                 ratios += statsWidth[k] * power[k] / noise[k]
                 width += statsWidth[k]
+                k += 1
             }
             // The mean of the bins' ratios rather than the ratio of sums: in coloured noise a few
             // bins carry most of a band's power, and their sum alone fluctuates far more.
@@ -208,12 +249,14 @@ public struct SpeechActivity: ~Copyable {
         }
         let onset = lowLevel && lowExcess >= highExcess
 
-        for k in loop(from: voicingLow, upTo: voicingHigh) { real[k] = power[k] }
+        copyVoicingBand(power, into: real)
         fft.inverse(real: real, imaginary: imaginary, output: correlation)
         var peak: Float = 0, lag = lagFirst
-        for j in loop(from: lagFirst, upTo: lagLast &+ 1) {
+        var j = lagFirst
+        while j <= lagLast {
             let value = correlation[j] * lagNormalization[j]
             if value > peak { peak = value; lag = j }
+            j += 1
         }
         periodicity = correlation[0] > 0 ? min(peak / correlation[0], 1) : 0
 
@@ -221,14 +264,17 @@ public struct SpeechActivity: ~Copyable {
         // of what stands above the noise below 2 kHz. The correlation of a burst of a few ms, from so
         // few samples, can peak high at some lag too, but a click's energy lies mostly higher.
         let voiced = level && periodicity >= voicedPeak && voicingExcess >= 0.5 * (lowExcess + highExcess - voicingExcess)
-        let samePitch = (lag > pitchLag ? lag &- pitchLag : pitchLag &- lag) &* 25 <= max(lag, 25)
-        voicedRun = voiced ? (voicedRun > 0 && samePitch ? voicedRun &+ 1 : 1) : 0
-        pitchLag = lag
+        let lastLag = Int(pitchLag)
+        let samePitch = (lag > lastLag ? lag - lastLag : lastLag - lag) * 25 <= max(lag, 25)
+        // Counted up to what opens the gate, which is all that is asked of the count.
+        let run = voicedRun < voicedUpdates ? voicedRun + 1 : voicedRun
+        voicedRun = voiced ? (voicedRun > 0 && samePitch ? run : 1) : 0
+        pitchLag = UInt32(truncatingIfNeeded: lag)
         if onset || voicedRun >= voicedUpdates {
             sinceEvidence = 0
             openness = 1
         } else if sinceEvidence < holdUpdates {
-            sinceEvidence &+= 1
+            sinceEvidence += 1
         } else {
             openness = max(openness - closeStep, 0)
         }

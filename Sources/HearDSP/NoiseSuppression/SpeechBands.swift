@@ -22,54 +22,56 @@ public enum SpeechBandLayout {
         let linear = truncatedInt(linearTop / 100)  // 0, 100, ..., 400 Hz
         if b < linear { return Double(b) * 100 }
         let low = erbRate(linearTop), high = erbRate(top)
-        let step = (high - low) / Double(count &- 1 &- linear)
-        return frequency(erbRate: low + Double(b &- linear) * step)
+        let step = (high - low) / Double(count - 1 - linear)
+        return frequency(erbRate: low + Double(b - linear) * step)
     }
 }
 
 /// The band layout at one rate and transform length: per bin, the lower of its two bands and the
 /// weight of the upper one.
 struct SpeechBands {
-    let bins: Int
+    var bins: Int { Int(storedBins) }
+    private let storedBins: UInt32
     /// Per bin: the band at or below it (0...count-1) and the upper band's share (0...1); the upper
-    /// band is `lower + 1`, except in the last band, where the share is 0.
-    let lower: UnsafeMutablePointer<Int>
+    /// band is `lower + 1`, except in the last band, where the share is 0. Bin and band numbers
+    /// are stored in 32 bits, so that arithmetic on them needs no overflow check.
+    let lower: UnsafeMutablePointer<UInt32>
     let upperShare: UnsafeMutablePointer<Float>
     /// Per band: 1 / the sum of its bins' weights (0 for a band without bins).
     let inverseWeight: UnsafeMutablePointer<Float>
     /// Per band (and one past the last): the first bin whose lower band it is. `lower` never falls
     /// with the bin, so band b is the lower band of bins lowerStart[b] ..< lowerStart[b + 1].
-    let lowerStart: UnsafeMutablePointer<Int>
+    let lowerStart: UnsafeMutablePointer<UInt32>
 
     init(sampleRate: Double, frameLength n: Int, arena: inout Arena) {
-        let bins = n / 2 &+ 1
+        let bins = held(n) / 2 + 1
         let count = SpeechBandLayout.count
-        self.bins = bins
-        lower = arena.ints(bins)
+        storedBins = UInt32(bins)
+        lower = arena.take(bins, UInt32(0))
         upperShare = arena.floats(bins)
         inverseWeight = arena.floats(count)
         let binWidth = sampleRate / Double(n)
         var band = 0
         let weights = arena.take(count, 0.0)
-        for k in upTo(bins) {
+        for k in 0..<bins {
             let f = Double(k) * binWidth
-            while band &+ 1 < count && SpeechBandLayout.centre(band &+ 1) <= f { band &+= 1 }
+            while band + 1 < count && SpeechBandLayout.centre(band + 1) <= f { band += 1 }
             var share = 0.0
-            if band &+ 1 < count {
-                let from = SpeechBandLayout.centre(band), to = SpeechBandLayout.centre(band &+ 1)
+            if band + 1 < count {
+                let from = SpeechBandLayout.centre(band), to = SpeechBandLayout.centre(band + 1)
                 share = (f - from) / (to - from)
-                weights[band &+ 1] += share
+                weights[band + 1] += share
             }
-            lower[k] = band
+            lower[k] = UInt32(truncatingIfNeeded: band)
             upperShare[k] = Float(share)
             weights[band] += 1 - share
         }
-        for b in upTo(count) where weights[b] > 0 { inverseWeight[b] = Float(1 / weights[b]) }
-        lowerStart = arena.ints(count &+ 1)
+        for b in 0..<count where weights[b] > 0 { inverseWeight[b] = Float(1 / weights[b]) }
+        lowerStart = arena.take(count + 1, UInt32(0))
         var k = 0
-        for b in upTo(count &+ 1) {
-            while k < bins && lower[k] < b { k &+= 1 }
-            lowerStart[b] = k
+        for b in 0..<count + 1 {
+            while k < bins && Int(lower[k]) < b { k += 1 }
+            lowerStart[b] = UInt32(truncatingIfNeeded: k)
         }
     }
 
@@ -78,27 +80,30 @@ struct SpeechBands {
     /// shares added straight into `bands` wait on each other's stores.
     @inline(__always) func average(_ values: UnsafePointer<Float>, into bands: UnsafeMutablePointer<Float>) {
         let count = SpeechBandLayout.count
-        for b in upTo(count) { bands[b] = 0 }
-        for b in upTo(count) {
+        for b in 0..<count { bands[b] = 0 }
+        for b in 0..<count {
             var lowerSum: Float = 0, upperSum: Float = 0
-            for k in loop(from: lowerStart[b], upTo: lowerStart[b &+ 1]) {
+            var k = Int(lowerStart[b])
+            let end = Int(lowerStart[b + 1])
+            while k < end {
                 let v = values[k], up = upperShare[k] * v
                 upperSum += up
                 lowerSum += v - up
+                k += 1
             }
             bands[b] += lowerSum
             // The last band's share is 0, so its (nonexistent) upper neighbour gets nothing.
-            if b &+ 1 < count { bands[b &+ 1] += upperSum }
+            if b + 1 < count { bands[b + 1] += upperSum }
         }
-        for b in upTo(count) { bands[b] *= inverseWeight[b] }
+        for b in 0..<count { bands[b] *= inverseWeight[b] }
     }
 
     /// Per-bin gains from per-band gains, the same triangles.
     @inline(__always) func interpolate(_ bands: UnsafePointer<Float>, into values: UnsafeMutablePointer<Float>) {
         let count = SpeechBandLayout.count
-        for k in upTo(bins) {
-            let b = lower[k], share = upperShare[k]
-            let upper = b &+ 1 < count ? b &+ 1 : b
+        for k in 0..<bins {
+            let b = Int(lower[k]), share = upperShare[k]
+            let upper = b + 1 < count ? b + 1 : b
             values[k] = bands[b] + share * (bands[upper] - bands[b])
         }
     }

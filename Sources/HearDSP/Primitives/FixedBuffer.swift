@@ -1,17 +1,22 @@
-// What lets the stages be written as plain loops over plain indices and still compile without a
-// trap instruction (NoTrapTests disassembles HearDSP: a trap in the PipeWire daemon silences the
-// whole desktop). Range checks and overflow checks are left out by the optimizer wherever it can
-// see that they cannot fail, so every count a stage loops to comes from here, in a range it can
-// see: a count from outside goes through `held(_:)`, a buffer's `count` is stored in 32 bits.
-// Below such a bound, `for i in 0..<n` needs no check that n >= 0, and index arithmetic like
-// `i + 1`, `2 * i + 1` or `start + i` cannot overflow. Elements are read and written through
-// pointers, without bounds checks: the indices stay below the counts allocated at init.
-// Sample loops with long bodies (the filter cascades, the limiter) are `while i < n { ...; i += 1 }`:
-// a `for` loop's iterator checks its index once more, and in a big body the optimizer keeps that
-// check; the `while` condition alone proves `i += 1` safe.
+// What lets the stages (and the noise suppressor's parts) be written as plain loops over plain
+// indices and still compile without a trap instruction (NoTrapTests disassembles HearDSP: a trap in
+// the PipeWire daemon silences the whole desktop). Range checks and overflow checks are left out by
+// the optimizer wherever it can see that they cannot fail, so every count a stage loops to is in a
+// range it can see: a count from outside goes through `held(_:)`; a buffer's `count`, and the sizes
+// and positions a part keeps, are stored in 32 bits (16 where two of them multiply). Below such a
+// bound, `for i in 0..<n` needs no check that n >= 0, and index arithmetic like `i + 1`,
+// `2 * i + 1` or `start + i` cannot overflow. What the optimizer cannot bound (a loop from a bound
+// read out of memory, a position kept between calls) is a pointer moved instead: `row += stride`,
+// `(gains + h)[i]`, which no check guards. Elements are read and written through pointers, without
+// bounds checks: the indices stay below the counts allocated at init. Loops with long bodies, and
+// loops that do not start at 0, are `while i < n { ...; i += 1 }`: a `for` loop's iterator checks
+// its index once more, and in a big body the optimizer keeps that check; the `while` condition
+// alone proves `i += 1` safe.
 
-/// `count` frames as a loop bound: held in 0 ... 2^31, which the optimizer sees.
-@inline(__always) func held(_ count: Int) -> Int { min(max(count, 0), 1 << 31) }
+/// `count` frames as a loop bound: held in 0 ... 2^31, which the optimizer sees (through the
+/// 32-bit round trip, which changes no value in that range: LLVM tracks a zero-extension's range
+/// everywhere, a min's and max's not always).
+@inline(__always) func held(_ count: Int) -> Int { Int(UInt32(truncatingIfNeeded: min(max(count, 0), 1 << 31))) }
 
 /// Elements taken from an arena at init (`Arena.buffer`, `count` held in 0 ... 2^31), freed with it.
 struct FixedBuffer<Element: BitwiseCopyable> {

@@ -1,6 +1,7 @@
-// The unchecked style of the FFT and the noise suppressor: loops over `upTo(n)` and arithmetic
-// with `&+`, `&-`, `&*` on indices into buffers sized at init, for code whose bounds the optimizer
-// cannot see (the stages use FixedBuffer.swift's plain loops instead). HearDSP's object code holds
+// The unchecked style of the FFT (and the meters' fixed tables): loops over `upTo(n)` and
+// arithmetic with `&+`, `&-`, `&*` on indices into buffers sized at init, for code whose bounds the
+// optimizer cannot see (the stages and the noise suppressor use FixedBuffer.swift's plain loops
+// instead). HearDSP's object code holds
 // no trap instruction (NoTrapTests disassembles it), because a trap in the PipeWire daemon
 // silences the whole desktop. Also `truncatedInt`, which everyone uses.
 
