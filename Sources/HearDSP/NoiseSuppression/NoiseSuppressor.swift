@@ -59,8 +59,10 @@ public struct NoiseSuppressor: ~Copyable {
     package let appliedGain: UnsafeMutablePointer<Float>
     /// Whether the learned mode can run (the compiled-in model loaded and fits this suppressor).
     public let modelAvailable: Bool
-    /// How much of the mask is the learned one: glides to 1 in learned mode, to 0 in classical.
-    package var learnedMix: Float = 0
+    /// How much of the mask is the learned one: glides to 1 in learned mode, to 0 in classical
+    /// (50 ms: no click, and the model has begun to settle).
+    var learnedShare: Glide
+    package var learnedMix: Float { Float(learnedShare.value) }
     var learned = false
     /// Training (hear-features): compute the features at every model step, in either mode.
     public var recordsFeatures = false
@@ -70,17 +72,17 @@ public struct NoiseSuppressor: ~Copyable {
     /// measure what a perfect model would give through this very framing.
     public var suppliedGains: SuppliedGains = .none
 
-    // Per-frame smoothing constants (from time constants, so every rate behaves alike).
-    let mixRate: Float
+    /// The meter's smoothing per frame (from a time constant, so every rate behaves alike).
     let meterRate: Float
-    let learnedRate: Float
 
     // Settings (`set`).
     var floorGain: Float
     var noiseScale: Float = 1
     var enabled = true
-    /// How much of the mask is applied: glides to 1 when enabled, to 0 when not.
-    var mix: Float = 1
+    /// How much of the mask is applied: glides to 1 when enabled, to 0 when not (10 ms: click-free
+    /// switching).
+    var strength: Glide
+    var mix: Float { Float(strength.value) }
 
     /// Mean speech presence probability over the speech band, 0...1 (smoothed over ~50 ms); 0 while
     /// the gate is shut.
@@ -130,9 +132,9 @@ public struct NoiseSuppressor: ~Copyable {
         self.sampleRate = sampleRate
         self.channels = min(max(channels, 1), 2)
         modelAvailable = learnedGains.isAvailable
-        mixRate = Float(1 - LibM.exp(-frameSeconds / 0.010))
+        strength = Glide(1, timeConstant: 0.010, stepsPerSecond: 1 / frameSeconds, tolerance: 1e-4)
+        learnedShare = Glide(1, timeConstant: 0.050, stepsPerSecond: 1 / frameSeconds, tolerance: 1e-3)
         meterRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
-        learnedRate = Float(1 - LibM.exp(-frameSeconds / 0.050))
         self.bank = bank
         self.stats = stats
         self.estimate = estimate
@@ -143,8 +145,8 @@ public struct NoiseSuppressor: ~Copyable {
         self.arena = arena
         floorGain = Self.floorGain(values)
         set(values)
-        mix = enabled ? 1 : 0
-        learnedMix = learned && modelAvailable ? 1 : 0
+        strength.jump(to: strength.target)
+        learnedShare.jump(to: learnedShare.target)
     }
 
     /// The mask's floor: ns.reduction below unity.
@@ -155,6 +157,8 @@ public struct NoiseSuppressor: ~Copyable {
     @_noLocks public mutating func set(_ values: ParameterValues) {
         enabled = values[.nsEnable] != 0
         learned = values[.nsMode] != 0
+        strength.target = enabled ? 1 : 0
+        learnedShare.target = learned && modelAvailable ? 1 : 0
         floorGain = Self.floorGain(values)
         // Sensitivity 0...100 % scales the noise estimate by -6...+6 dB: more of the signal counts as
         // noise. At 50 the gain rule reads the estimate 1.25 dB low: quiet parts of speech keep more
@@ -171,9 +175,9 @@ public struct NoiseSuppressor: ~Copyable {
         learnedGains.reset()
         clickLimit.reset()
         appliedGain.fill(1, count: bins)
-        mix = enabled ? 1 : 0
+        strength.jump(to: strength.target)
         speechProbability = 0
-        learnedMix = learned && modelAvailable ? 1 : 0
+        learnedShare.jump(to: learnedShare.target)
     }
 
     /// Processes `count` samples in place; `right` is used only in stereo. Output is the input
@@ -205,10 +209,7 @@ public struct NoiseSuppressor: ~Copyable {
             estimate.track(bank.binPower)
             // The unscaled estimate: ns.sensitivity shapes the gains, not whether somebody speaks.
             activity.update(power: estimate.power, noise: estimate.noise)
-            // Glide the mask strength toward on/off (click-free switching).
-            let target: Float = enabled ? 1 : 0
-            mix += mixRate * (target - mix)
-            if abs(target - mix) < 1e-4 { mix = target }
+            strength.step()
         }
         if mix == 0 {
             bank.passThrough(stereo: stereo)
@@ -257,12 +258,11 @@ public struct NoiseSuppressor: ~Copyable {
     }
 
     /// After the classical mask: the model's step, the learned mask blended in, and the glide
-    /// between the modes (about 50 ms: no click, and the model has begun to settle).
+    /// between the modes.
     @inline(__always) mutating func learnedStep() {
-        let available = modelAvailable
-        let target: Float = learned && available ? 1 : 0
+        let target = learnedShare.target
         if target > 0 && learnedMix == 0 { learnedGains.restart() }
-        let running = available && (target > 0 || learnedMix > 0)
+        let running = modelAvailable && (target > 0 || learnedMix > 0)
         if running || recordsFeatures {
             activity.findPitch(power: estimate.power)
             learnedGains.computeFeatures(framePower: bank.binPower, spectrumReal: bank.spectrumReal,
@@ -285,7 +285,6 @@ public struct NoiseSuppressor: ~Copyable {
                                floor: floorGain, strength: mix, weight: learnedMix)
             speechProbability += learnedMix * meterRate * (learnedGains.speech - speechProbability)
         }
-        learnedMix += learnedRate * (target - learnedMix)
-        if abs(target - learnedMix) < 1e-3 { learnedMix = target }
+        learnedShare.step()
     }
 }
