@@ -130,8 +130,8 @@ struct LearnedGains: ~Copyable {
     private var storedNewestPast: UInt16 = 0
     /// The model's speech probability, last step.
     var speech: Float = 0
-    /// Model steps taken (or feature sets computed) since init.
-    var steps = 0
+    /// Feature sets computed since init (one per model step, and one per frame while recording).
+    private(set) var steps = 0
 
     init(sampleRate: Double, frameLength n: Int, stepSeconds: Double, powerNormalization: Float, stats: StatisticsBins,
          arena: inout Arena) {
@@ -239,12 +239,12 @@ struct LearnedGains: ~Copyable {
         var offset = -range
         while offset <= range {
             let candidate = rest + Double(offset)
-            let sum = Self.rotatedSum(binScratch, crossImaginary, count: refineBins,
+            let sum = PhaseRamp.rotatedSum(binScratch, crossImaginary, count: refineBins,
                                       turn: 2 * Double.pi * candidate / Double(frameLength))
             if sum > bestSum { bestSum = sum; best = candidate }
             offset += 1
         }
-        Self.rotate(binScratch, crossImaginary, count: bins, turn: 2 * Double.pi * best / Double(frameLength))
+        PhaseRamp.rotate(binScratch, crossImaginary, count: bins, turn: 2 * Double.pi * best / Double(frameLength))
         bands.average(binScratch, into: bandCross)
         bands.average(framePower, into: bandEnergy)
         let f = model.features
@@ -275,54 +275,7 @@ struct LearnedGains: ~Copyable {
         f[5 * count] = openness
         f[5 * count + 1] = periodicity
         f[5 * count + 2] = levelBands > 0 ? levelSum / levelBands : (Self.levelFloorDB + 50) * 0.05
-    }
-
-    /// e^{i turn l} for the lanes l = 0...3, and e^{i 4 turn}, the step from one vector of bins
-    /// to the next: four rotations side by side, so that no bin waits on the one before.
-    @inline(__always) static func phases(_ turn: Double) -> (cos: SIMD4<Float>, sin: SIMD4<Float>, stepCos: Float, stepSin: Float) {
-        let c1 = LibM.cos(turn), s1 = LibM.sin(turn)
-        let c2 = c1 * c1 - s1 * s1, s2 = 2 * c1 * s1
-        let c3 = c2 * c1 - s2 * s1, s3 = s2 * c1 + c2 * s1
-        return (SIMD4(1, Float(c1), Float(c2), Float(c3)), SIMD4(0, Float(s1), Float(s2), Float(s3)),
-                Float(c2 * c2 - s2 * s2), Float(2 * c2 * s2))
-    }
-
-    /// Σ Re(z_k e^{i turn k}) over k < count, z_k = real[k] + i imaginary[k].
-    @inline(__always) static func rotatedSum(_ real: UnsafeMutablePointer<Float>, _ imaginary: UnsafeMutablePointer<Float>,
-                                             count: Int, turn: Double) -> Float {
-        let count = held(count)
-        var (c, s, stepCos, stepSin) = phases(turn)
-        var sum = SIMD4<Float>(repeating: 0)
-        var k = 0
-        while k < count - 3 {
-            sum += load4(real + k) * c - load4(imaginary + k) * s
-            (c, s) = (c * stepCos - s * stepSin, s * stepCos + c * stepSin)
-            k += 4
-        }
-        // The last 0-3 bins, from the lanes by name (a SIMD subscript checks its index).
-        var total = sum.sum()
-        let left = count - k, tailReal = real + k, tailImaginary = imaginary + k
-        if left > 0 { total += tailReal[0] * c.x - tailImaginary[0] * s.x }
-        if left > 1 { total += tailReal[1] * c.y - tailImaginary[1] * s.y }
-        if left > 2 { total += tailReal[2] * c.z - tailImaginary[2] * s.z }
-        return total
-    }
-
-    /// real[k] = Re(z_k e^{i turn k}) for k < count, z_k = real[k] + i imaginary[k].
-    @inline(__always) static func rotate(_ real: UnsafeMutablePointer<Float>, _ imaginary: UnsafeMutablePointer<Float>,
-                                         count: Int, turn: Double) {
-        let count = held(count)
-        var (c, s, stepCos, stepSin) = phases(turn)
-        var k = 0
-        while k < count - 3 {
-            store4(real + k, load4(real + k) * c - load4(imaginary + k) * s)
-            (c, s) = (c * stepCos - s * stepSin, s * stepCos + c * stepSin)
-            k += 4
-        }
-        let left = count - k, tailReal = real + k, tailImaginary = imaginary + k
-        if left > 0 { tailReal[0] = tailReal[0] * c.x - tailImaginary[0] * s.x }
-        if left > 1 { tailReal[1] = tailReal[1] * c.y - tailImaginary[1] * s.y }
-        if left > 2 { tailReal[2] = tailReal[2] * c.z - tailImaginary[2] * s.z }
+        if steps < Int.max { steps += 1 }
     }
 
     /// One model step: the band gains spread to the bins, applied to this very frame. No hold
@@ -337,6 +290,17 @@ struct LearnedGains: ~Copyable {
         for b in 0..<count { bandGain[b] = max(result[b], Self.tiny) }
         bands.interpolate(bandGain, into: binGain)
         speech = count < model.outputs ? result[count] : 0
+    }
+
+    /// Per-bin gains from outside in place of the model's (hear-features' oracle).
+    mutating func takeBinGains(_ gains: UnsafePointer<Float>) {
+        for k in 0..<stats.bins { binGain[k] = gains[k] }
+    }
+
+    /// Band gains from outside in place of the model's output, spread to the bins as the model's are.
+    mutating func takeBandGains(_ gains: UnsafePointer<Float>) {
+        for b in 0..<SpeechBandLayout.count { bandGain[b] = gains[b] }
+        bands.interpolate(bandGain, into: binGain)
     }
 
     /// Blends the learned mask into `mask` (which holds the classical one) by `weight`. The model

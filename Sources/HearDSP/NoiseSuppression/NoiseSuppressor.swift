@@ -271,15 +271,9 @@ public struct NoiseSuppressor: ~Copyable {
                                          openness: activity.openness, periodicity: activity.periodicity,
                                          pitchSamples: activity.pitchSamples)
             if running { learnedGains.step() }
-            if learnedGains.steps < Int.max { learnedGains.steps += 1 }
         }
-        if case .model(let supplied) = suppliedGains {
-            for k in 0..<bins { learnedGains.binGain[k] = supplied[k] }
-        }
-        if case .bands(let supplied) = suppliedGains {
-            for b in 0..<SpeechBandLayout.count { learnedGains.bandGain[b] = supplied[b] }
-            learnedGains.bands.interpolate(learnedGains.bandGain, into: learnedGains.binGain)
-        }
+        if case .model(let supplied) = suppliedGains { learnedGains.takeBinGains(supplied) }
+        if case .bands(let supplied) = suppliedGains { learnedGains.takeBandGains(supplied) }
         if learnedMix > 0 {
             learnedGains.blend(into: appliedGain, estimator: spectralGain.binGain, power: estimate.power, noise: estimate.noise,
                                floor: floorGain, strength: mix, weight: learnedMix)
