@@ -100,44 +100,45 @@ public struct SpeechActivity: ~Copyable {
         let singleBins = firstStatsBin { stats.binsOf($0).count > 1 }
         let voicingLow = bin(200)
         let voicingHigh = size32(max(voicingLow + 1, min(bin(2000), singleBins)))
-        // Long enough to hold the band: lag j of the correlation is j · n / size samples.
-        fft = RealFFT(size: 2 * voicingHigh + 2, arena: &arena)
-        let size = held(fft.size)
-        real = arena.floats(size / 2 + 1)
-        imaginary = arena.floats(size / 2 + 1)
-        correlation = arena.floats(size)
-        let step = Double(n) / Double(max(size, 1))
-        let lagFirst = size32(max(1, held(truncatedInt(0.0025 * sampleRate / step)) + 1))
-        let lagLast = size32(max(lagFirst, size / 2 - 1))
-        lagNormalization = arena.floats(size / 2 + 1)
+        // (`held` again inside: the optimizer does not carry a captured value's range in.)
         func windowCorrelation(_ lag: Int) -> Double {
-            let lag = held(lag), shifted = analysisWindow + lag
+            let length = held(n), lag = held(lag), shifted = analysisWindow + lag
             var sum = 0.0, i = 0
-            while i < n - lag {
+            while i < length - lag {
                 sum += Double(analysisWindow[i]) * Double(shifted[i])
                 i += 1
             }
             return sum
         }
         let zero = windowCorrelation(0)
-        for j in 0..<size / 2 + 1 {
-            let lag = min(n - 1, held(truncatedInt(Double(j) * step + 0.5)))
-            lagNormalization[j] = Float(zero / max(windowCorrelation(lag), zero * 1e-3))
+        /// For the correlation from a transform of `size` (lag j is j · n / size samples): its lags
+        /// from 2.5 ms to half the transform, and per lag the window's autocorrelation at lag 0 over
+        /// the one at that lag, into `normalization`.
+        func lags(size: Int, normalization: UnsafeMutablePointer<Float>) -> (first: Int, last: Int) {
+            let length = held(n), size = held(size), step = Double(length) / Double(max(size, 1))
+            for j in 0..<size / 2 + 1 {
+                let lag = min(length - 1, held(truncatedInt(Double(j) * step + 0.5)))
+                normalization[j] = Float(zero / max(windowCorrelation(lag), zero * 1e-3))
+            }
+            let first = size32(max(1, held(truncatedInt(0.0025 * sampleRate / step)) + 1))
+            return (first, size32(max(first, size / 2 - 1)))
         }
+        // Long enough to hold the band.
+        fft = RealFFT(size: 2 * voicingHigh + 2, arena: &arena)
+        let size = held(fft.size)
+        real = arena.floats(size / 2 + 1)
+        imaginary = arena.floats(size / 2 + 1)
+        correlation = arena.floats(size)
+        lagNormalization = arena.floats(size / 2 + 1)
+        let (lagFirst, lagLast) = lags(size: size, normalization: lagNormalization)
         fineFFT = RealFFT(size: 4 * size, arena: &arena)
         let fineSize = held(fineFFT.size)
         fineReal = arena.floats(fineSize / 2 + 1)
         fineImaginary = arena.floats(fineSize / 2 + 1)
         fineCorrelation = arena.floats(fineSize)
         fineNormalization = arena.floats(fineSize / 2 + 1)
-        let fineStep = Double(n) / Double(max(fineSize, 1))
-        fineSamplesPerLag = Float(fineStep)
-        let fineFirst = size32(max(1, held(truncatedInt(0.0025 * sampleRate / fineStep)) + 1))
-        let fineLast = size32(max(fineFirst, fineSize / 2 - 1))
-        for j in 0..<fineSize / 2 + 1 {
-            let lag = min(n - 1, held(truncatedInt(Double(j) * fineStep + 0.5)))
-            fineNormalization[j] = Float(zero / max(windowCorrelation(lag), zero * 1e-3))
-        }
+        fineSamplesPerLag = Float(Double(n) / Double(max(fineSize, 1)))
+        let (fineFirst, fineLast) = lags(size: fineSize, normalization: fineNormalization)
         // In statistics bins: the first whose spectrum bins start at or above each edge.
         let edgeHz: InlineArray<5, Double> = [300, 1000, 2000, 4000, 8000]
         bandEdges = arena.take(Self.bandCount + 1, UInt32(0))
