@@ -65,15 +65,8 @@ extension Syscall {
         }
         guard fd >= 0 else { throw SystemError(call: "create \(path).tmp-*", code: EEXIST) }
         do throws(SystemError) {
-            var written = 0
-            while written < bytes.count {
-                written += try bytes[written...].withUnsafeBytes { raw in write(fd, raw) }.get()
-            }
-            _ = try retrying("fsync \(temporary)") { fsync(fd) }
-            // close can report a deferred write error (NFS): a file that may be incomplete is not renamed into place.
-            let closed = Glibc.close(fd)
-            fd = -1
-            if closed != 0 && errno != EINTR { throw SystemError.last("close \(temporary)") }
+            // A file that may be incomplete (close can report a deferred write error) is not renamed into place.
+            try writeSyncAndClose(&fd, bytes, name: temporary)
             try rename(temporary, path)
         } catch {
             close(fd)
@@ -97,10 +90,7 @@ extension Syscall {
             guard info.st_mode & S_IFMT != S_IFDIR else { throw SystemError(call: "write \(path)", code: EISDIR) }
             let fd = try retrying("open \(path)") { open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY) }
             defer { close(fd) }
-            var written = 0
-            while written < bytes.count {
-                written += try bytes[written...].withUnsafeBytes { raw in write(fd, raw) }.get()
-            }
+            try writeAll(fd, bytes)
             return
         }
         var target = path
@@ -173,18 +163,29 @@ extension Syscall {
                           detail: "\(base) and \(maximumCopies - 1) numbered copies exist already; remove some")
     }
 
+    /// Writes all of `bytes` to `fd` (a short write goes on where it stopped).
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(SystemError) {
+        var written = 0
+        while written < bytes.count {
+            written += try bytes[written...].withUnsafeBytes { raw in write(fd, raw) }.get()
+        }
+    }
+
+    /// Writes all of `bytes` to `fd`, fsyncs and closes it; `fd` is -1 once closed. close can report
+    /// a deferred write error (NFS), which is thrown like any other.
+    private static func writeSyncAndClose(_ fd: inout Int32, _ bytes: [UInt8], name: String) throws(SystemError) {
+        try writeAll(fd, bytes)
+        _ = try retrying("fsync \(name)") { fsync(fd) }
+        let closed = Glibc.close(fd)
+        fd = -1
+        if closed != 0 && errno != EINTR { throw SystemError.last("close \(name)") }
+    }
+
     /// Creates `path`, which must not exist (O_EXCL|O_NOFOLLOW, mode 0600), with `bytes`, fsynced.
     public static func createFile(_ path: String, bytes: [UInt8]) throws(SystemError) {
         var fd = try retrying("create \(path)") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0o600) }
         do throws(SystemError) {
-            var written = 0
-            while written < bytes.count {
-                written += try bytes[written...].withUnsafeBytes { raw in write(fd, raw) }.get()
-            }
-            _ = try retrying("fsync \(path)") { fsync(fd) }
-            let closed = Glibc.close(fd)
-            fd = -1
-            if closed != 0 && errno != EINTR { throw SystemError.last("close \(path)") }
+            try writeSyncAndClose(&fd, bytes, name: path)
         } catch {
             close(fd)
             try? unlink(path)
