@@ -1,4 +1,4 @@
-// No trap on the audio path, checked on the build itself (DESIGN.md, real-time rules): a trap in
+// No trap on the audio path, checked on the build itself (the real-time rules, docs/DEVELOPING.md): a trap in
 // the PipeWire daemon silences the whole desktop. Bounds-checked subscripts, overflow-checked
 // arithmetic, float-to-int conversions, force unwraps and preconditions all compile to a trap
 // instruction (`ud2` on x86-64, `brk` on arm64), so their absence is read from the release object
