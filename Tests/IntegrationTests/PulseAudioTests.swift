@@ -31,8 +31,12 @@ import TestSupport
                                             into: "hear_test_mic", name: "microphone")
         let microphoneLevel = try Level.steady(microphone.samples, rate: microphone.rate)
         // A steady tone is what a noise suppressor removes: the microphone chain (ns.reduction 25 in
-        // hear.pa) passes it up to 25 dB quieter than the speaker chain (12), not silenced.
-        #expect(microphoneLevel > -50 && microphoneLevel < -1, "microphone chain: \(microphoneLevel) dBFS")
+        // hear.pa) passes it up to 25 dB quieter than the speaker chain (12), and, once it has held
+        // steady for a while, up to 25 dB further (LearnedGains.steadyDepthDB): how much of the
+        // recording falls after that depends on how busy the machine is (-62.9 dBFS seen under
+        // load, -41.6 alone). Quieter, but not silenced.
+        print("microphone chain: \(microphoneLevel) dBFS, speaker chain: \(speakerLevel) dBFS")
+        #expect(microphoneLevel > -80 && microphoneLevel < -1, "microphone chain: \(microphoneLevel) dBFS")
 
         // hearctl finds the instances inside pulseaudio, and says no PipeWire runs here.
         let status = try session.hearctl("status")
