@@ -17,8 +17,9 @@ blob's header): dense 163 -> DENSE (tanh), GRU HIDDEN, GRU HIDDEN, dense [h1; h2
 32 band gains, speech probability); DENSE = HIDDEN = 64 by default (--dense, --hidden; multiples
 of 8), 64,673 weights.
 Loss: squared error of the gains' square roots (RNNoise's measure), counted double where the model
-attenuates more than the target (a lost syllable costs more than a little noise), plus 0.5 x the
-speech activity's cross-entropy.
+attenuates more than the target (a lost syllable costs more than a little noise; --under-weight),
+plus 0.5 x the speech activity's cross-entropy. Counted once (symmetric, as RNNoise does), the
+retrained model scored PESQ-WB 1.837 on the deciding set (family a) against 1.883.
 
 Training: stateful truncated backpropagation through time. A batch is --batch clips (32), each
 started at a random offset of 0...--window rows, walked through in consecutive windows of --window
@@ -299,20 +300,21 @@ def test_fast_gru():
 def fingerprint(data, args):
     """What a checkpoint belongs to: the loss version, the row layout, the model's sizes and stride,
     the window, batch and offsets, and the data sets' manifests."""
+    under = f" under {args.under_weight}" if args.under_weight != 2.0 else ""
     h = hashlib.sha256(f"loss {LOSS_VERSION} row {ROW} stride {STRIDE} dense {args.dense} hidden {args.hidden} "
-                       f"window {args.window} batch {args.batch} offsets {not args.no_offsets}".encode())
+                       f"window {args.window} batch {args.batch} offsets {not args.no_offsets}{under}".encode())
     for directory in sets(data, "train") + sets(data, "valid"):
         with open(os.path.join(directory, "manifest.json"), "rb") as f:
             h.update(f.read())
     return h.hexdigest()[:16]
 
 
-def loss_terms(torch, y, gain, activity):
+def loss_terms(torch, y, gain, activity, under_weight=2.0):
     mask = (gain >= 0).float()
     target = gain.clamp(min=0)
     g = y[..., :BANDS]
     d = torch.sqrt(g + 1e-8) - torch.sqrt(target + 1e-8)
-    weight = mask * (1 + (g < target).float())
+    weight = mask * (1 + (under_weight - 1) * (g < target).float())
     gains = (weight * d * d).sum() / mask.sum().clamp(min=1)
     p = y[..., BANDS].clamp(1e-6, 1 - 1e-6)
     vad = -(activity * torch.log(p) + (1 - activity) * torch.log(1 - p)).mean()
@@ -340,7 +342,7 @@ def windows(clips, order, batch_index, args, seed):
     return chosen, offsets, length, count
 
 
-def evaluate(torch, model, clips, size=32):
+def evaluate(torch, model, clips, under_weight=2.0, size=32):
     """Mean loss over every clip, whole, from a zero state (batches of clips of equal length are
     cut to their shortest)."""
     model.eval()
@@ -352,7 +354,7 @@ def evaluate(torch, model, clips, size=32):
             length = min(len(c[0]) for c in chosen)
             x, g, a = tensors(torch, chosen, [0] * len(chosen), length)
             y, _ = model(x)
-            loss, _, _ = loss_terms(torch, y, g, a)
+            loss, _, _ = loss_terms(torch, y, g, a, under_weight)
             total += float(loss) * len(chosen)
             count += len(chosen)
     model.train()
@@ -470,6 +472,8 @@ def main():
     parser.add_argument("--dense", type=int, default=DENSE, help="width of the input layer (a multiple of 8)")
     parser.add_argument("--hidden", type=int, default=HIDDEN, help="width of each GRU (a multiple of 8)")
     parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--under-weight", type=float, default=2.0,
+                        help="weight of the gain error where the model attenuates more than the target (1: symmetric)")
     parser.add_argument("--valid-every", type=int, default=1000, help="updates between validations and checkpoints")
     # One thread: OpenMP's spinning threads slow this small model down 50-fold as soon as anything
     # else runs on the 2 cores (measured: 54 s against 0.66 s for one batch).
@@ -538,7 +542,7 @@ def main():
               f"best validation loss {state['best']:.5f} at update {state['best_update']})", file=sys.stderr)
 
     def checkpoint(train_loss):
-        validation = evaluate(torch, model, valid)
+        validation = evaluate(torch, model, valid, args.under_weight)
         elapsed = time.time() - started
         state["history"].append(dict(update=state["update"], epoch=state["epoch"] + state["batch"] * args.batch / len(train),
                                      train=train_loss, valid=validation, lr=optimizer.param_groups[0]["lr"]))
@@ -574,7 +578,7 @@ def main():
                 x, g, a = tensors(torch, chosen, start, min(args.window, length - w * args.window))
                 y, hidden = model(x, hidden)
                 hidden = tuple(h.detach() for h in hidden)
-                loss, _, _ = loss_terms(torch, y, g, a)
+                loss, _, _ = loss_terms(torch, y, g, a, args.under_weight)
                 optimizer.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
