@@ -28,9 +28,9 @@ public struct Chain: ~Copyable {
     var maximumOutput: Float = 1
     /// 1 = processed, 0 = bypassed.
     var wetMix: Glide
-    /// The input delayed by the chain's latency, per channel, for the bypass crossfade.
     /// Where the chain's own buffers below live (freed with it).
     let arena: Arena
+    /// The input delayed by the chain's latency, per channel, for the bypass crossfade.
     let dryDelayLeft: FixedBuffer<Float>
     let dryDelayRight: FixedBuffer<Float>
     var dryPosition = 0

@@ -340,12 +340,12 @@ struct LearnedGains: ~Copyable {
         // The steady part: the floor's factor from 1 (the mean at `steadyLimit` and above) down to
         // steadyGain (the mean at 1), linear in dB, never below the floor itself (at ns.reduction
         // 0, nothing).
-        let deepest = max(steadyGain, floor), rate = steadyRate, limit = Self.steadyLimit
+        let deepestLog2 = FastMath.log2(max(steadyGain, floor)), rate = steadyRate, limit = Self.steadyLimit
         for j in 0..<stats.count {
             let level = max(power[j], 1e-30), noiseHere = max(noise[j], 1e-30)
             heardOverNoise[j] += rate * (level / noiseHere - heardOverNoise[j])
             let fluctuation = min(max((heardOverNoise[j] - 1) / (limit - 1), 0), 1)
-            let steady = FastMath.exp2((1 - fluctuation) * FastMath.log2(deepest))
+            let steady = FastMath.exp2((1 - fluctuation) * deepestLog2)
             let transient = max(LibM.sqrt(min(max(margin * noiseHere / level, depth), 1)), floor)
             statsFloor[j] = transient * steady
         }

@@ -86,10 +86,9 @@ public struct SpeechActivity: ~Copyable {
         let binWidth = sampleRate / Double(max(n, 1))
         let bins = n / 2 + 1
         let statsBins = stats.count
-        // Every lag and count below is a few thousand at most: in 32 bits (`size32`).
-        func size32(_ value: Int) -> Int { Int(UInt32(truncatingIfNeeded: value)) }
+        // Every lag and count below is a few thousand at most: `held` shows the optimizer so.
         let lastBin = bins - 1
-        @inline(__always) func bin(_ hz: Double) -> Int { size32(max(1, min(lastBin, truncatedInt(hz / binWidth + 0.5)))) }
+        @inline(__always) func bin(_ hz: Double) -> Int { held(max(1, min(lastBin, truncatedInt(hz / binWidth + 0.5)))) }
         /// The first statistics bin that passes `test`, else `statsBins`.
         func firstStatsBin(where test: (Int) -> Bool) -> Int {
             for j in 0..<statsBins where test(j) { return j }
@@ -99,7 +98,7 @@ public struct SpeechActivity: ~Copyable {
         // wide (below 4 kHz at every rate).
         let singleBins = firstStatsBin { stats.binsOf($0).count > 1 }
         let voicingLow = bin(200)
-        let voicingHigh = size32(max(voicingLow + 1, min(bin(2000), singleBins)))
+        let voicingHigh = held(max(voicingLow + 1, min(bin(2000), singleBins)))
         // (`held` again inside: the optimizer does not carry a captured value's range in.)
         func windowCorrelation(_ lag: Int) -> Double {
             let length = held(n), lag = held(lag), shifted = analysisWindow + lag
@@ -120,8 +119,8 @@ public struct SpeechActivity: ~Copyable {
                 let lag = min(length - 1, held(truncatedInt(Double(j) * step + 0.5)))
                 normalization[j] = Float(zero / max(windowCorrelation(lag), zero * 1e-3))
             }
-            let first = size32(max(1, held(truncatedInt(0.0025 * sampleRate / step)) + 1))
-            return (first, size32(max(first, size / 2 - 1)))
+            let first = held(max(1, held(truncatedInt(0.0025 * sampleRate / step)) + 1))
+            return (first, held(max(first, size / 2 - 1)))
         }
         // Long enough to hold the band.
         fft = RealFFT(size: 2 * voicingHigh + 2, arena: &arena)

@@ -65,7 +65,6 @@ struct Arena: ~Copyable {
     }
 
     mutating func floats(_ count: Int, _ value: Float = 0) -> UnsafeMutablePointer<Float> { take(count, value) }
-    mutating func ints(_ count: Int, _ value: Int = 0) -> UnsafeMutablePointer<Int> { take(count, value) }
 
     /// Everything taken so far moves to the arena returned (to be held by whoever owns the pieces);
     /// this one is left empty.
