@@ -54,6 +54,14 @@ CANDIDATES = [
 ]
 PER_TALKER_FILES = 60
 
+# Dialog lines (`--lines`): fillets-ng's Dutch lines are phrases of continuous speech (96 minutes,
+# floors 54-61 dB under the speech in the median file per character), but some characters' voices
+# carry effects that RNNoise takes for noise, so each line's dry target (speech.dry_prompt) is scored
+# alone: what a training set of dialog could keep (training/README.md has the count and what a
+# model trained with them measured).
+LINE_SOURCES = [("fillets-ng-data-nl", r"/nl/[^/]*\.ogg$")]
+LINES_FILE = os.path.join(speech.ROOT, ".build", "dialog-lines.tsv")
+
 
 class CleanPESQ:
     """RNNoise's PESQ-WB on clean speech: at -26 dBFS, 0.25 s of silence before, 16 kHz scoring."""
@@ -114,6 +122,38 @@ def probe(name):
                 pesq_gated=float(np.mean(pesq_gated)) if pesq_gated else float("nan"))
 
 
+def score_line(path):
+    """(path, floor of the dry target in dB, RNNoise's clean-input PESQ-WB on it) of one line; the
+    target is what training reads (speech.dry_prompt, then trimmed); NaN where nothing is left."""
+    x = speech.decode(path).astype(np.float64)
+    y = speech.remove_floor(x - np.mean(x))
+    floor = speech.file_floor_db(y)
+    target = speech.dry_prompt(x - np.mean(x))
+    target = speech.trim(target) if target is not None else np.zeros(0)
+    if len(target) < 0.5 * RATE:
+        return path, floor, float("nan")
+    try:
+        return path, floor, float(CleanPESQ()(target))
+    except Exception as e:  # RNNoise left nothing PESQ finds speech in: the line fails
+        if "No utterances" not in str(e):
+            raise
+        return path, floor, 0.0
+
+
+def score_lines(workers):
+    paths = [p for package, include in LINE_SOURCES for p in speech.package_files(package, None, (".ogg",))
+             if re.search(include, p)]
+    with concurrent.futures.ProcessPoolExecutor(workers) as pool:
+        rows = list(pool.map(score_line, paths, chunksize=8))
+    with open(LINES_FILE + ".tmp", "w") as f:
+        f.write("# file, dry target's floor (dB), RNNoise clean PESQ-WB (python -m hear_training.sources --lines)\n")
+        for path, floor, score in rows:
+            f.write(f"{path}\t{floor:.1f}\t{score:.2f}\n")
+    os.replace(LINES_FILE + ".tmp", LINES_FILE)
+    kept = [r for r in rows if r[2] >= RNNOISE_CLEAN_PESQ]
+    print(f"{len(kept)} of {len(rows)} lines pass (RNNoise clean PESQ-WB >= {RNNOISE_CLEAN_PESQ}); {LINES_FILE}")
+
+
 def passes(row):
     """Dry as recorded (floor and RNNoise), or once gated (then RNNoise alone decides: the floor
     between words is gone, the one under the speech is what RNNoise's score weighs)."""
@@ -136,7 +176,11 @@ def main():
     parser.add_argument("--talkers", default="", help="comma-separated talker names (default: every recorded one and CANDIDATES)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--output", default=os.path.join(speech.ROOT, ".build", "sources.md"))
+    parser.add_argument("--lines", action="store_true", help=f"score every dialog line of LINE_SOURCES into {os.path.basename(LINES_FILE)} and stop")
     args = parser.parse_args()
+    if args.lines:
+        score_lines(args.workers)
+        return
     names = args.talkers.split(",") if args.talkers else (
         [s.name for s in speech.speakers(kind="recorded")] + [c[0] for c in CANDIDATES])
     rows = []

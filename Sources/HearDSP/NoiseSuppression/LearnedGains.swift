@@ -49,10 +49,12 @@ struct LearnedGains: ~Copyable {
     static let estimatorLift: Float = 0.5
     /// How far (a power ratio: 8 is 9 dB) a statistics bin's power must stand above the noise
     /// estimate before its floor is lowered, so that the random peaks of steady noise and of other
-    /// voices keep the floor (`blend`).
+    /// voices keep the floor (`blend`). On the deciding set (family a) 6 dB raised keyboard's PESQ-WB
+    /// by 0.024 but took babble's STOI to 0.022 below the input's.
     static let transientMargin: Float = 8
     /// How far below ns.reduction (a power gain: 0.01 is 20 dB) the floor of a transient may go,
-    /// and never further than ns.reduction itself: at 0 dB nothing is lowered.
+    /// and never further than ns.reduction itself: at 0 dB nothing is lowered. 30 dB moved the
+    /// deciding set (family a) by 0.001 PESQ-WB (keyboard 0.009).
     static let transientDepth: Float = 0.01
     /// How long (s) the running mean of each statistics bin's power over the noise estimate runs,
     /// which tells steady noise from what fluctuates (`blend`): longer than a syllable, so a voice's
@@ -331,6 +333,13 @@ struct LearnedGains: ~Copyable {
     /// by up to `steadyDepthDB` (hiss, a fan, a hum), while noise that fluctuates (voices, a café)
     /// keeps ns.reduction. Only bins the model has already
     /// taken below the floor reach a lower one: a voice keeps its gains.
+    ///
+    /// Why the floor stays where other voices are: on the deciding set (family a) a floor that
+    /// follows the model 30 % of the way below it (in dB), or ns.reduction 30, raised white noise and
+    /// keyboard (keyboard PESQ-WB +0.07 to +0.10) and lowered babble and café (babble -0.05 to
+    /// -0.07, its STOI 0.023 to 0.027 below the input's): the model errs deepest on other voices.
+    /// A floor 25 dB deeper in the model's speech pauses (its speech probability held for 0.15 s)
+    /// took the residual from -35 to -39 dB and the mean PESQ-WB down by 0.010.
     @inline(__always) mutating func blend(into mask: UnsafeMutablePointer<Float>, estimator: UnsafePointer<Float>,
                                  power: UnsafePointer<Float>, noise: UnsafePointer<Float>,
                                  floor: Float, strength: Float, weight: Float) {
