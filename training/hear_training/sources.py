@@ -30,7 +30,7 @@ import re
 import sys
 
 import numpy as np
-from pesq import pesq
+from pesq import NoUtterancesError, pesq
 from scipy import signal
 
 from . import speech
@@ -56,7 +56,7 @@ PER_TALKER_FILES = 60
 
 # Dialog lines (`--lines`): fillets-ng's Dutch lines are phrases of continuous speech (96 minutes,
 # floors 54-61 dB under the speech in the median file per character), but some characters' voices
-# carry effects that RNNoise takes for noise, so each line's dry target (speech.dry_prompt) is scored
+# carry effects that RNNoise takes for noise, so each line's dry target (speech.dry_target) is scored
 # alone: what a training set of dialog could keep (training/README.md has the count and what a
 # model trained with them measured).
 LINE_SOURCES = [("fillets-ng-data-nl", r"/nl/[^/]*\.ogg$")]
@@ -124,19 +124,15 @@ def probe(name):
 
 def score_line(path):
     """(path, floor of the dry target in dB, RNNoise's clean-input PESQ-WB on it) of one line; the
-    target is what training reads (speech.dry_prompt, then trimmed); NaN where nothing is left."""
+    target is what training reads (speech.dry_target, then trimmed); NaN where nothing is left."""
     x = speech.decode(path).astype(np.float64)
-    y = speech.remove_floor(x - np.mean(x))
-    floor = speech.file_floor_db(y)
-    target = speech.dry_prompt(x - np.mean(x))
+    target, floor = speech.dry_target(x - np.mean(x))
     target = speech.trim(target) if target is not None else np.zeros(0)
     if len(target) < 0.5 * RATE:
         return path, floor, float("nan")
     try:
         return path, floor, float(CleanPESQ()(target))
-    except Exception as e:  # RNNoise left nothing PESQ finds speech in: the line fails
-        if "No utterances" not in str(e):
-            raise
+    except NoUtterancesError:  # RNNoise left nothing PESQ finds speech in: the line fails
         return path, floor, 0.0
 
 

@@ -583,14 +583,18 @@ def remove_floor(x):
     return y[: len(x)]
 
 
-def dry_prompt(x):
-    """A training target from a decoded file: its floor removed (`remove_floor`), everything outside
-    the speech set to zero (`gate`); None where the floor stays within DRY_FLOOR_DB of the speech."""
+def dry_target(x):
+    """A training target from a decoded file and the floor it keeps (dB, `file_floor_db`): its floor
+    removed (`remove_floor`), everything outside the speech set to zero (`gate`); the target is None
+    where the floor stays within DRY_FLOOR_DB of the speech."""
     y = remove_floor(x)
     floor = file_floor_db(y)
-    if floor > DRY_FLOOR_DB:
-        return None
-    return gate(y)
+    return (None if floor > DRY_FLOOR_DB else gate(y)), floor
+
+
+def dry_prompt(x):
+    """`dry_target`'s target alone."""
+    return dry_target(x)[0]
 
 
 def trim(x, floor_db=-35.0, margin=0.02, fade=0.005, gate_db=0.0):
