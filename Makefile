@@ -15,7 +15,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # it covers the REPL and lldb too).
 DEB_TOOLCHAIN := binutils libc6-dev libstdc++-12-dev libcurl4 libxml2 libsqlite3-0 libncurses6 git ca-certificates pkg-config
 # ladspa.h (modules/CLADSPA); hearctl reads the PipeWire graph through libpipewire (modules/CPipeWire).
-DEB_BUILD := $(DEB_TOOLCHAIN) ladspa-sdk libpipewire-0.3-dev libspa-0.2-dev
+DEB_BUILD := $(DEB_TOOLCHAIN) ladspa-sdk libpipewire-0.3-dev libspa-0.2-dev libspeexdsp-dev
 # The tests: ladspa-sdk (analyseplugin, applyplugin), and the real daemons they start (a private
 # PipeWire session with wireplumber and a session bus, a private PulseAudio) and what they play,
 # record and speak with.
@@ -23,7 +23,7 @@ DEB_BUILD := $(DEB_TOOLCHAIN) ladspa-sdk libpipewire-0.3-dev libspa-0.2-dev
 # the release build with binutils' objdump); the other-hosts test runs docs/OTHER-HOSTS.md's command
 # lines (ffmpeg, sox, ecasound); `hearctl tune` is driven in a tmux session (send-keys, capture-pane).
 DEB_TEST := ladspa-sdk pipewire pipewire-bin wireplumber dbus-daemon pulseaudio pulseaudio-utils sox espeak-ng valgrind python3 \
-  dpkg-dev binutils lintian ffmpeg ecasound tmux
+  dpkg-dev binutils lintian ffmpeg ecasound tmux pocketsphinx-testdata
 # `make deb`: dpkg-shlibdeps (dpkg-dev) for Depends, strip (binutils).
 DEB_PACKAGE := dpkg-dev binutils
 # `make demo`: a private PipeWire session, espeak-ng and sox for the sample, python3 for the figures.
@@ -31,7 +31,7 @@ DEB_DEMO := pipewire pipewire-bin wireplumber dbus-daemon sox espeak-ng python3
 # `make bench`: Debian's reference plugins (hear-host, built by `make`, times them next to hear).
 DEB_BENCH := swh-plugins lsp-plugins-ladspa python3
 # What `make install` needs on a desktop.
-DEB_RUNTIME := pipewire pipewire-bin wireplumber
+DEB_RUNTIME := pipewire pipewire-bin wireplumber libspeexdsp1
 # $(call apt-need,PACKAGES): installs those of PACKAGES that are missing (apt-get update first, only
 # then), with sudo when not root.
 apt-need = @missing=$$(for p in $(sort $(1)); do dpkg -s $$p 2>/dev/null | grep -q '^Status: install ok installed' || echo $$p; done); \

@@ -28,7 +28,9 @@ let package = Package(
         // The learned noise-suppression model's weights (hear-model.bin, from `make train`), embedded as data.
         .target(name: "CHearModel", exclude: ["hear-model.bin", "hear-model.bin.sha256"],
                 cSettings: [.unsafeFlags(["-std=c23"])]),
-        .target(name: "HearDSP", dependencies: ["CHearModel"], swiftSettings: realTimeFlags),
+        // Debian's libspeexdsp for the echo canceller (libspeexdsp-dev; libspeexdsp1 at run time).
+        .systemLibrary(name: "CSpeexDSP", path: "modules/CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
+        .target(name: "HearDSP", dependencies: ["CHearModel", "CSpeexDSP"], swiftSettings: realTimeFlags),
         // The socket, file and thread layer (typed errors, EINTR retried, deadlines), shared by the
         // plugin's control server and hearctl; no Foundation, since the plugin links it.
         .target(name: "HearSystem", dependencies: ["CHearSys"]),

@@ -5,6 +5,9 @@ import HearDSP
 
 public enum ChainName {
     static let named = ["default", "mic", "speaker"]
+    /// The chain whose echo canceller reads the speaker chain's output, and the chain that writes it.
+    @inlinable public static var mic: Int { 1 }
+    @inlinable public static var speaker: Int { 2 }
     /// The largest chain number; the control port is clamped to 0...maximum.
     @inlinable public static var maximum: Int { 999 }
 

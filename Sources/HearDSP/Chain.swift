@@ -1,5 +1,6 @@
 // The whole filter for one plugin instance:
-//   denoise -> equalize -> compress -> output gain -> limit, with a click-free bypass.
+//   cancel echo -> denoise -> equalize -> compress -> output gain -> limit, with a click-free bypass.
+// The echo canceller acts only on chunks that come with a reference (what the speakers play).
 // Audio is handled in chunks on a fixed grid of control ticks counted from activation, so the
 // output does not depend on how the host splits it into blocks; parameters glide once per tick
 // (EQ, makeup) or per sample (gain, bypass). Inputs are read for a whole chunk before any output
@@ -12,6 +13,7 @@ public struct Chain: ~Copyable {
     public let tickLength: Int
     public private(set) var values: ParameterValues
 
+    package var echoCanceller: EchoCanceller
     package var noiseSuppressor: NoiseSuppressor
     package var equalizer: Equalizer
     // The hearing profile (six-band compressor) sits after the EQ, which shapes the voice (cuts
@@ -56,6 +58,7 @@ public struct Chain: ~Copyable {
         tickLength = max(16, truncatedInt(rate / 750))
         let ticksPerSecond = rate / Double(tickLength)
         self.values = values
+        echoCanceller = EchoCanceller(sampleRate: rate, channels: self.channels, values: values)
         noiseSuppressor = NoiseSuppressor(sampleRate: rate, channels: self.channels, values: values)
         equalizer = Equalizer(sampleRate: rate, channels: self.channels, ticksPerSecond: ticksPerSecond, values: values)
         multiband = MultibandCompressor(sampleRate: rate, channels: self.channels, ticksPerSecond: ticksPerSecond,
@@ -65,7 +68,7 @@ public struct Chain: ~Copyable {
         limiter = Limiter(sampleRate: rate, channels: self.channels, values: values)
         outputGain = Glide(1, timeConstant: 0.01, stepsPerSecond: rate, tolerance: 1e-7)
         wetMix = Glide(1, timeConstant: 0.005, stepsPerSecond: rate, tolerance: 1e-5)
-        latency = held(noiseSuppressor.latency) + held(limiter.lookahead)
+        latency = held(echoCanceller.latency) + held(noiseSuppressor.latency) + held(limiter.lookahead)
         var arena = Arena()
         dryDelayLeft = arena.buffer(latency, 0)
         dryDelayRight = arena.buffer(latency, 0)
@@ -83,6 +86,7 @@ public struct Chain: ~Copyable {
     /// Takes a new parameter set (already clamped); every stage glides to it from where it is.
     @_noLocks public mutating func apply(_ next: ParameterValues) {
         values = next
+        echoCanceller.set(next)
         noiseSuppressor.set(next)
         equalizer.set(next)
         // The gain cap (mb.maxgain), on a worst-case bound: the EQ adds at most the peak of its
@@ -108,6 +112,7 @@ public struct Chain: ~Copyable {
 
     /// Back to silence, as after activation; parameters are kept and settled.
     @_noLocks public mutating func reset() {
+        echoCanceller.reset()
         noiseSuppressor.reset()
         equalizer.reset()
         multiband.reset()
@@ -119,10 +124,12 @@ public struct Chain: ~Copyable {
         phase = 0
     }
 
-    /// Processes `frames` samples per channel. `right` buffers are used only in stereo.
+    /// Processes `frames` samples per channel. `right` buffers are used only in stereo. `reference`
+    /// (mono, `frames` samples) is what the speakers played meanwhile, for the echo canceller; nil
+    /// when nothing is known of them.
     @_noLocks public mutating func process(inLeft: UnsafePointer<Float>, inRight: UnsafePointer<Float>?,
                                            outLeft: UnsafeMutablePointer<Float>, outRight: UnsafeMutablePointer<Float>?,
-                                           frames: Int) {
+                                           frames: Int, reference: UnsafePointer<Float>? = nil) {
         let stereo = channels == 2 && inRight != nil && outRight != nil
         let left = workLeft.base, right = workRight.base
         var pieces = GridPieces(count: frames, period: tickLength, phase: phase)
@@ -133,7 +140,7 @@ public struct Chain: ~Copyable {
             if stereo, let inRight {
                 fault = readInput(inRight + start, into: right, dry: dryRight.base, count: count) || fault
             }
-            processChunk(left, stereo ? right : nil, count: count)
+            processChunk(left, stereo ? right : nil, reference: reference.map { $0 + start }, count: count)
             // A non-finite sample made inside the chain (a stage's state gone bad, not the input)
             // would pass the final clamps (min and max keep NaN): count it and treat it like
             // garbage in. Every stage restarts, the offending one among them.
@@ -196,9 +203,10 @@ public struct Chain: ~Copyable {
     }
 
     @inline(__always) private mutating func processChunk(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
-                                                 count: Int) {
+                                                         reference: UnsafePointer<Float>?, count: Int) {
         let count = held(count)
         measure(left, right, count: count, peak: .inputPeak, squares: .inputRMS)
+        echoCanceller.process(left, right, reference: reference, count: count)
         noiseSuppressor.process(left, right, count: count)
         equalizer.process(left, right, count: count)
         multiband.process(left, right, count: count)
@@ -219,6 +227,7 @@ public struct Chain: ~Copyable {
         let suppressing = values[.nsEnable] != 0
         meters.record(.speechProbability, suppressing ? Double(noiseSuppressor.speechProbability) : .nan)
         meters.record(.noiseFloor, suppressing ? Double(noiseSuppressor.noiseFloorDB) : .nan)
+        meters.record(.echoReturnLossEnhancement, Double(echoCanceller.enhancementDB))
     }
 
     @inline(__always) private mutating func applyOutputGain(_ left: UnsafeMutablePointer<Float>,
@@ -315,6 +324,11 @@ public struct Chain: ~Copyable {
         }
         meters.record(peak, Double(max(max(t0, t1), max(t2, t3))))
         meters.record(squares, Double((s0 + s1) + (s2 + s3)))
+    }
+
+    /// Counts one realignment of the echo canceller's reference (the plugin's tap reader finds them).
+    @_noLocks public mutating func recordReferenceRealignment() {
+        meters.record(.referenceRealignments, 1)
     }
 
     /// True when a filter register holds a subnormal number (a test hook for the denormal guard).

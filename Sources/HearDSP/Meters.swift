@@ -28,6 +28,8 @@ public enum MeterUnit: Sendable {
     case level
     /// A fraction from 0 to 1, read as it is.
     case fraction
+    /// Events counted over the window, read as they are.
+    case count
 
     /// The reading of an accumulated value: levels in dBFS, reductions in dB; nil where not measured.
     public func reading(_ value: Double, samples: UInt64) -> Float? {
@@ -35,7 +37,7 @@ public enum MeterUnit: Sendable {
         switch self {
         case .amplitude: return value > 0 ? Float(Decibels.fromGain(value)) : -.infinity
         case .squares: return value > 0 && samples > 0 ? Float(Decibels.fromPower(value / Double(samples))) : -.infinity
-        case .reduction, .level, .fraction: return Float(value)
+        case .reduction, .level, .fraction, .count: return Float(value)
         }
     }
 }
@@ -59,6 +61,7 @@ public struct MeterSpec: Sendable {
 /// One case per meter; `rawValue` is its index in `Meters` and in the control block.
 public enum Meter: Int, CaseIterable, Sendable {
     case inputPeak, inputRMS, outputPeak, outputRMS, compressorReduction, limiterReduction, noiseFloor, speechProbability
+    case echoReturnLossEnhancement, referenceRealignments
 
     /// The table. Trivial values only (StaticString), so the audio thread may read it.
     @inline(__always) public var spec: MeterSpec {
@@ -73,6 +76,10 @@ public enum Meter: Int, CaseIterable, Sendable {
         // The noise suppressor's estimate (dBFS) and speech presence probability; NaN while it is off.
         case .noiseFloor: MeterSpec("ns.floor", "noiseFloor", .latest, .level)
         case .speechProbability: MeterSpec("ns.speech", "speechProbability", .latest, .fraction)
+        // The echo canceller's ERLE while the far end plays (dB); NaN while it is not cancelling.
+        case .echoReturnLossEnhancement: MeterSpec("aec.erle", "echo.erle", .latest, .reduction)
+        // Times the speaker chain's reference was realigned (a reader that fell behind or ran ahead).
+        case .referenceRealignments: MeterSpec("aec.realign", "echo.realignments", .sum, .count)
         }
     }
 }

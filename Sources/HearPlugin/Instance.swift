@@ -24,6 +24,13 @@ struct Instance: ~Copyable {
     var takenStamps: InlineArray<96, UInt64> = InlineArray(repeating: 0)
     var lastMeterRequest: UInt64 = 0
     var chainNumber = -1
+    /// The rate in whole hertz, as the reference tap compares it.
+    let rateHz: Int
+    /// The speaker chain's output for this chain's echo canceller (a `mic` chain reads it, a `speaker` chain writes it).
+    var tapReader: TapReader
+    /// One piece of the reference at a time: blocks longer than this are processed in pieces.
+    let reference: UnsafeMutablePointer<Float>
+    static let referencePiece = 4096
 
     init(sampleRate: Double, channels: Int) {
         layout = PortLayout(channels: channels)
@@ -35,9 +42,15 @@ struct Instance: ~Copyable {
         chain = Chain(sampleRate: sampleRate, channels: channels, values: bounds.defaults)
         control = .allocate(capacity: 1)
         control.initialize(to: ControlBlock(values: bounds.defaults))
+        rateHz = truncatedInt(sampleRate + 0.5)
+        tapReader = TapReader(tap: ReferenceTap.shared.tap)
+        reference = .allocate(capacity: Self.referencePiece)
+        reference.initialize(repeating: 0, count: Self.referencePiece)
     }
 
     deinit {
+        tapReader.tap.pointee.release(key: key)
+        reference.deallocate()
         ports.deallocate()
         control.deinitialize(count: 1)
         control.deallocate()
@@ -98,6 +111,7 @@ struct Instance: ~Copyable {
         }
         let number = ChainName.number(port: port.pointee)
         if number == chainNumber { return }
+        if chainNumber == ChainName.speaker { tapReader.tap.pointee.release(key: key) }
         chainNumber = number
         control.pointee.chain.store(number, ordering: .releasing)
     }
@@ -115,11 +129,41 @@ struct Instance: ~Copyable {
         let inRight = stereo ? ports[inputs.lowerBound &+ 1] : nil
         let outRight = stereo ? ports[outputs.lowerBound &+ 1] : nil
         if stereo && (inRight == nil || outRight == nil) { return }
-        chain.process(inLeft: inLeft, inRight: inRight, outLeft: outLeft, outRight: outRight, frames: frames)
+        if chainNumber == ChainName.mic {
+            processWithReference(inLeft: inLeft, inRight: inRight, outLeft: outLeft, outRight: outRight, frames: frames)
+        } else {
+            chain.process(inLeft: inLeft, inRight: inRight, outLeft: outLeft, outRight: outRight, frames: frames)
+        }
+        if chainNumber == ChainName.speaker {
+            tapReader.tap.pointee.publish(key: key, sampleRate: rateHz, left: outLeft, right: outRight, frames: frames)
+        }
         control.pointee.frames.wrappingAdd(UInt64(truncatingIfNeeded: frames), ordering: .relaxed)
         control.pointee.block.store(UInt64(truncatingIfNeeded: frames), ordering: .relaxed)
         control.pointee.faults.store(chain.internalFaults, ordering: .relaxed)
         publishMeters()
+    }
+
+    /// This instance's key in the reference tap: its control block's address.
+    var key: Int { Int(bitPattern: control) }
+
+    /// A microphone chain's block: with what the speaker chain played, where one runs.
+    @_noLocks mutating func processWithReference(inLeft: UnsafeMutablePointer<Float>, inRight: UnsafeMutablePointer<Float>?,
+                                                 outLeft: UnsafeMutablePointer<Float>, outRight: UnsafeMutablePointer<Float>?,
+                                                 frames: Int) {
+        let (present, realigned) = tapReader.begin(frames: frames, sampleRate: rateHz, key: key)
+        if realigned { chain.recordReferenceRealignment() }
+        guard present else {
+            chain.process(inLeft: inLeft, inRight: inRight, outLeft: outLeft, outRight: outRight, frames: frames)
+            return
+        }
+        var start = 0
+        while start < frames {
+            let count = min(frames &- start, Self.referencePiece)
+            tapReader.copy(into: reference, count: count)
+            chain.process(inLeft: inLeft + start, inRight: inRight.map { $0 + start }, outLeft: outLeft + start,
+                          outRight: outRight.map { $0 + start }, frames: count, reference: reference)
+            start &+= count
+        }
     }
 
     /// Answers a pending meter request with the levels accumulated since the last answer.

@@ -298,6 +298,7 @@ extension MeterUnit {
         case .amplitude, .squares, .level: return Output.decibels(reading) + " dBFS"
         case .reduction: return Output.decibels(reading) + " dB"
         case .fraction: return String(format: "%.0f%%", reading * 100)
+        case .count: return String(format: "%.0f", reading)
         }
     }
 
@@ -307,6 +308,7 @@ extension MeterUnit {
         case .amplitude, .squares, .level: return (-60, 0)
         case .reduction: return (0, 24)
         case .fraction: return (0, 1)
+        case .count: return (0, 10)
         }
     }
 }

@@ -87,7 +87,7 @@ import TestSupport
         #expect(instance["chain"] as? Int == 1 && instance["name"] as? String == "mic" && instance["label"] as? String == "hear_mono")
         #expect(instance["rate"] as? Int == 48000 && instance["channels"] as? Int == 1 && instance["pid"] as? Int == Int(host.pid))
         let meters = try #require(instance["meters"] as? [String: Any])
-        #expect(Set(meters.keys) == ["input", "output", "compressorReduction", "limiterReduction", "noiseFloor", "speechProbability"])
+        #expect(Set(meters.keys) == ["input", "output", "compressorReduction", "limiterReduction", "noiseFloor", "speechProbability", "echo"])
         let input = try #require(meters["input"] as? [String: Any])
         // A 0.02 sine: peak -34 dBFS, RMS -37 dBFS.
         #expect(abs((input["peak"] as? Double ?? 0) + 34) < 0.5 && abs((input["rms"] as? Double ?? 0) + 37) < 0.5, "\(input)")

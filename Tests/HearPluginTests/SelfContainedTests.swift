@@ -28,9 +28,9 @@ import TestSupport
         #expect(version.status == 0 && version.stdout.contains("hear/1"), "\(version.stderr)")
     }
 
-    @Test func thePluginLinksOnlyLibcLibmLibstdcxxAndLibgcc() throws {
+    @Test func thePluginLinksOnlyLibcLibmLibstdcxxLibgccAndSpeexDSP() throws {
         let names = try Self.ldd(PluginPath.built).compactMap { $0.split(separator: " ").first.map(String.init) }
-        let allowed = ["linux-vdso.so.1", "libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1"]
+        let allowed = ["linux-vdso.so.1", "libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libspeexdsp.so.1"]
         for name in names where !name.hasPrefix("/") {  // the dynamic loader is listed by its path
             #expect(allowed.contains(name), "libhear.so links \(name)")
         }

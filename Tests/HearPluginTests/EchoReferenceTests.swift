@@ -1,0 +1,92 @@
+// The reference tap through the plugin's C ABI: a `speaker` chain and a `mic` chain of one process,
+// run block by block as a PipeWire graph runs them, with the synthetic room of EchoRoom between
+// the speaker chain's output and the microphone chain's input.
+
+import CMallocCounter
+import Foundation
+import HearDSP
+import LADSPALoader
+import Testing
+import TestSupport
+
+@Suite(.serialized, .enabled(if: EchoRoom.available, "needs pocketsphinx-testdata and sox (make deps-test)"))
+struct EchoReferenceTests {
+    let library: LADSPALibrary
+    init() throws { library = try LADSPALibrary.load() }
+
+    /// Runs the two chains over `far` in `blocks` (the microphone first in each cycle when
+    /// `micFirst`); returns the microphone's input (the echo) and the microphone chain's output,
+    /// aligned, and the allocations the microphone chain's run() calls made.
+    func call(far: [Float], rate: Int, blocks: [Int], micFirst: Bool, micChain: Float = 1)
+        throws -> (microphone: [Float], output: [Float], allocations: Int) {
+        let room = EchoRoom.response(rate: rate)
+        // What the speakers play, first on its own: the room needs it before the microphone chain runs.
+        // (Its instance goes before the others come: the tap takes one writer, the first.)
+        let played = try {
+            let speakers = try PluginInstance(library.descriptor("hear_stereo"), rate: rate)
+            speakers["chain"] = 2
+            return speakers.process([far, far], blocks: blocks)
+        }()
+        let echo = EchoRoom.convolve(played[0], room)
+        // Now both, cycle by cycle, with fresh instances (the same output: the chain is deterministic).
+        let speaker = try PluginInstance(library.descriptor("hear_stereo"), rate: rate)
+        speaker["chain"] = 2
+        let mic = try PluginInstance(library.descriptor("hear_mono"), rate: rate)
+        mic["chain"] = micChain
+        var output = [Float](repeating: 0, count: far.count)
+        var allocations = 0
+        var offset = 0
+        for size in blocks {
+            func runSpeaker() {
+                for k in 0..<2 { far.withUnsafeBufferPointer { speaker.audio[k].update(from: $0.baseAddress! + offset, count: size) } }
+                speaker.runSilently(frames: size)
+            }
+            func runMic() {
+                echo.withUnsafeBufferPointer { mic.audio[0].update(from: $0.baseAddress! + offset, count: size) }
+                hear_malloc_counter_begin()
+                mic.runSilently(frames: size)
+                allocations += Int(hear_malloc_counter_end())
+                output.withUnsafeMutableBufferPointer { ($0.baseAddress! + offset).update(from: mic.audio[1], count: size) }
+            }
+            if micFirst { runMic(); runSpeaker() } else { runSpeaker(); runMic() }
+            offset += size
+        }
+        let latency = Chain(sampleRate: Double(rate), channels: 1).latency
+        return (echo, Array(output[latency...]) + [Float](repeating: 0, count: latency), allocations)
+    }
+
+    static func erle(_ microphone: [Float], _ output: [Float], rate: Int, from: Double, to: Double) -> Double {
+        let span = Int(from * Double(rate))..<min(Int(to * Double(rate)), microphone.count)
+        func energy(_ x: ArraySlice<Float>) -> Double { x.reduce(0) { $0 + Double($1) * Double($1) } }
+        return 10 * log10(energy(microphone[span]) / max(energy(output[span]), 1e-20))
+    }
+
+    @Test(arguments: [true, false])
+    func theMicrophoneChainCancelsWhatTheSpeakerChainPlays(micFirst: Bool) throws {
+        let rate = 48000
+        let far = try EchoRoom.speech(EchoRoom.farEndFiles, rate: rate, seconds: 10, levelDB: -26)
+        let blocks = [Int](repeating: 256, count: far.count / 256)
+        let run = try call(far: far, rate: rate, blocks: blocks, micFirst: micFirst)
+        let erle = Self.erle(run.microphone, run.output, rate: rate, from: 2, to: 10)
+        // A chain of another number gets no reference: what the noise suppressor alone takes off.
+        let other = try call(far: far, rate: rate, blocks: blocks, micFirst: micFirst, micChain: 0)
+        let without = Self.erle(other.microphone, other.output, rate: rate, from: 2, to: 10)
+        print("ERLE through the plugin (microphone \(micFirst ? "first" : "second") in each cycle): \(erle) dB; chain 0: \(without) dB")
+        #expect(erle >= 20, "ERLE \(erle) dB")
+        #expect(without < 10, "a chain that is not `mic` took \(without) dB off")
+        #expect(run.allocations == 0, "the microphone chain allocated \(run.allocations) times")
+    }
+
+    @Test func aQuantumChangeCostsTheCancellerLessThanTwoSeconds() throws {
+        let rate = 48000
+        let far = try EchoRoom.speech(EchoRoom.farEndFiles, rate: rate, seconds: 12, levelDB: -26)
+        // 256-sample cycles for 6 s, then 1024.
+        let first = 6 * rate / 256
+        let blocks = [Int](repeating: 256, count: first) + [Int](repeating: 1024, count: (far.count - first * 256) / 1024)
+        let run = try call(far: far, rate: rate, blocks: blocks, micFirst: false)
+        let before = Self.erle(run.microphone, run.output, rate: rate, from: 2, to: 6)
+        let after = Self.erle(run.microphone, run.output, rate: rate, from: 8, to: 12)
+        print("ERLE before the quantum change \(before) dB, from 2 s after it \(after) dB")
+        #expect(before >= 20 && after >= 20, "ERLE \(before) dB before, \(after) dB after")
+    }
+}
