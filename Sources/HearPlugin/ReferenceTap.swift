@@ -13,7 +13,8 @@
 // quantum that changed for one chain first) or more than two blocks (it ran ahead) moves the
 // reader back to the writer's last block and counts a realignment (the `aec.realign` meter); the
 // echo canceller then adapts to the new delay. A writer that stops (its sink suspended: nothing
-// plays) leaves nothing to read, and the reader reads silence without moving.
+// plays) leaves nothing to read, and the reader reads silence without moving; one that goes away
+// (cleanup) leaves half a second of silence as the reference, while the room's echo dies down.
 
 import HearControl
 import HearDSP
@@ -32,6 +33,10 @@ struct ReferenceTap: ~Copyable {
     let written = Atomic<UInt64>(0)
     /// Counts writers' claims: a reader realigns when a new writer takes over.
     let claims = Atomic<UInt64>(0)
+
+    /// How long (samples) a reader reads silence after its writer went before it gives up the
+    /// reference: half a second, twice the echo canceller's filter.
+    @inline(__always) static func tail(sampleRate: Int) -> Int { sampleRate / 2 }
 
     init() {
         samples = .allocate(capacity: Self.capacity)
@@ -82,8 +87,9 @@ struct TapReader {
     var position: UInt64 = 0
     /// The writer claim this reader is aligned to; nil before the first alignment.
     var claim: UInt64? = nil
-    /// Blocks read since the last alignment (the first read after one is not judged).
-    var aligned = false
+    /// Samples read as silence since the writer went (its chain suspended or removed): the room's
+    /// echo of its last block still reaches the microphone, so the canceller runs on for a while.
+    var orphaned = 0
 
     init(tap: UnsafeMutablePointer<ReferenceTap>) { self.tap = tap }
 
@@ -92,9 +98,14 @@ struct TapReader {
     @_noLocks mutating func begin(frames: Int, sampleRate: Int, key: Int) -> (present: Bool, realigned: Bool) {
         let owner = tap.pointee.writer.load(ordering: .acquiring)
         guard owner != 0, owner != key, tap.pointee.rate.load(ordering: .relaxed) == sampleRate else {
-            claim = nil
-            return (false, false)
+            // Silence for as long again as the canceller's filter (`ReferenceTap.tail`) after a writer goes.
+            let holding = claim != nil && orphaned < ReferenceTap.tail(sampleRate: sampleRate)
+            orphaned = holding ? orphaned &+ frames : 0
+            if !holding { claim = nil }
+            position = tap.pointee.written.load(ordering: .acquiring)
+            return (holding, false)
         }
+        orphaned = 0
         let claims = tap.pointee.claims.load(ordering: .acquiring)
         let end = tap.pointee.written.load(ordering: .acquiring)
         let block = UInt64(truncatingIfNeeded: frames)

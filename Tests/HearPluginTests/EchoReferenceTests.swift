@@ -17,7 +17,9 @@ struct EchoReferenceTests {
     /// Runs the two chains over `far` in `blocks` (the microphone first in each cycle when
     /// `micFirst`); returns the microphone's input (the echo) and the microphone chain's output,
     /// aligned, and the allocations the microphone chain's run() calls made.
-    func call(far: [Float], rate: Int, blocks: [Int], micFirst: Bool, micChain: Float = 1)
+    /// `speakerLeaves`: the cycle from which the speaker chain is gone (its instance cleaned up, as
+    /// filter-chain does when its sink suspends), while the microphone chain runs on.
+    func call(far: [Float], rate: Int, blocks: [Int], micFirst: Bool, micChain: Float = 1, speakerLeaves: Int? = nil)
         throws -> (microphone: [Float], output: [Float], allocations: Int) {
         let room = EchoRoom.response(rate: rate)
         // What the speakers play, first on its own: the room needs it before the microphone chain runs.
@@ -25,19 +27,24 @@ struct EchoReferenceTests {
         let played = try {
             let speakers = try PluginInstance(library.descriptor("hear_stereo"), rate: rate)
             speakers["chain"] = 2
-            return speakers.process([far, far], blocks: blocks)
+            let cycles = speakerLeaves ?? blocks.count
+            let heard = blocks.prefix(cycles).reduce(0, +)
+            let output = speakers.process([Array(far.prefix(heard)), Array(far.prefix(heard))], blocks: Array(blocks.prefix(cycles)))
+            return output.map { $0 + [Float](repeating: 0, count: far.count - heard) }
         }()
         let echo = EchoRoom.convolve(played[0], room)
         // Now both, cycle by cycle, with fresh instances (the same output: the chain is deterministic).
-        let speaker = try PluginInstance(library.descriptor("hear_stereo"), rate: rate)
-        speaker["chain"] = 2
+        var speaker: PluginInstance? = try PluginInstance(library.descriptor("hear_stereo"), rate: rate)
+        speaker?["chain"] = 2
         let mic = try PluginInstance(library.descriptor("hear_mono"), rate: rate)
         mic["chain"] = micChain
         var output = [Float](repeating: 0, count: far.count)
         var allocations = 0
         var offset = 0
-        for size in blocks {
+        for (cycle, size) in blocks.enumerated() {
+            if cycle == speakerLeaves { speaker = nil }
             func runSpeaker() {
+                guard let speaker else { return }
                 for k in 0..<2 { far.withUnsafeBufferPointer { speaker.audio[k].update(from: $0.baseAddress! + offset, count: size) } }
                 speaker.runSilently(frames: size)
             }
@@ -88,5 +95,17 @@ struct EchoReferenceTests {
         let after = Self.erle(run.microphone, run.output, rate: rate, from: 8, to: 12)
         print("ERLE before the quantum change \(before) dB, from 2 s after it \(after) dB")
         #expect(before >= 20 && after >= 20, "ERLE \(before) dB before, \(after) dB after")
+    }
+
+    @Test func theEchoTailIsCancelledAfterTheSpeakerChainGoes() throws {
+        let rate = 48000
+        let far = try EchoRoom.speech(EchoRoom.farEndFiles, rate: rate, seconds: 7, levelDB: -26)
+        let blocks = [Int](repeating: 256, count: far.count / 256)
+        // The speaker chain goes 6 s in, in the middle of a sentence: the room rings on for 0.5 s.
+        let leaves = 6 * rate / 256
+        let run = try call(far: far, rate: rate, blocks: blocks, micFirst: false, speakerLeaves: leaves)
+        let tail = Self.erle(run.microphone, run.output, rate: rate, from: 6, to: 6.4)
+        print("ERLE over the echo's last 0.4 s after the speaker chain went: \(tail) dB")
+        #expect(tail >= 15, "the echo tail: \(tail) dB")
     }
 }

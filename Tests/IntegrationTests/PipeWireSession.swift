@@ -17,16 +17,19 @@ final class PipeWireSession: @unchecked Sendable {
     static let speakerControls = "hear_speaker"
 
     /// `installedHome`: use the drop-ins `make install` wrote under this HOME instead of the repository's.
-    init(name: String, plugin: String = Repository.plugin, installedHome: URL? = nil) throws {
+    /// `extraDropIns`: more drop-ins for this test (file name: text), made from the session's folder
+    /// before the daemon starts (a test's own stand-ins: a room between speaker and microphone).
+    init(name: String, plugin: String = Repository.plugin, installedHome: URL? = nil,
+         extraDropIns: ((URL) throws -> [String: String])? = nil) throws {
         processes = try Processes(name: name)
-        do { try start(plugin: plugin, installedHome: installedHome) } catch {
+        do { try start(plugin: plugin, installedHome: installedHome, extraDropIns: extraDropIns) } catch {
             let logs = "pipewire: \(processes.log("pipewire"))\nwireplumber: \(processes.log("wireplumber"))"
             processes.stopAll()
             throw TestFailure("\(error)\n\(logs)")
         }
     }
 
-    private func start(plugin: String, installedHome: URL?) throws {
+    private func start(plugin: String, installedHome: URL?, extraDropIns: ((URL) throws -> [String: String])?) throws {
         let runtime = try processes.directory("run")
         let home = try installedHome ?? processes.directory("home")
         let config = try installedHome.map { $0.appendingPathComponent(".config") } ?? processes.directory("config")
@@ -39,6 +42,13 @@ final class PipeWireSession: @unchecked Sendable {
             for name in Repository.dropIns {
                 try Repository.configured("conf.d/pipewire/" + name, plugin: plugin)
                     .write(to: dropIns.appendingPathComponent(name), atomically: true, encoding: .utf8)
+            }
+        }
+        if let extraDropIns {
+            let dropIns = config.appendingPathComponent("pipewire/pipewire.conf.d")
+            try FileManager.default.createDirectory(at: dropIns, withIntermediateDirectories: true)
+            for (name, text) in try extraDropIns(root) {
+                try text.write(to: dropIns.appendingPathComponent(name), atomically: true, encoding: .utf8)
             }
         }
         try PipeWireDaemons.startBus(processes, runtime: runtime)
