@@ -133,3 +133,31 @@ struct EchoCancellerTests {
         #expect(after >= before + 8, "double talk: \(before) dB without the canceller, \(after) dB with it")
     }
 }
+
+/// Behind a call application's own echo canceller: browsers and call apps cancel echo in what the
+/// microphone sends them, with what they play as the reference. A stand-in for theirs (speexdsp's
+/// canceller with the far end as its reference: a chain with every other stage off) runs on the
+/// raw microphone, and after hear's microphone chain at its defaults, with and without hear's own
+/// canceller.
+@Suite(.enabled(if: EchoRoom.available, "needs pocketsphinx-testdata and sox (make deps-test)"))
+struct ApplicationCancellerTests {
+    @Test(arguments: [48000, 16000])
+    func hearsMicrophoneChainDoesNotSpoilAnApplicationsCanceller(rate: Int) throws {
+        let room = try EchoCancellerTests.room(rate: rate)
+        let application = values(allOff: true)
+        func erle(_ output: [Float]) -> Double { EchoCancellerTests.erle(microphone: room.echo, output: output, rate: rate) }
+        // The application reads hear's output: the far end reaches it as late as hear's chain delays it.
+        func behindHear(_ hear: ParameterValues, reference: [Float]) -> [Float] {
+            let hearOutput = EchoCancellerTests.run(room.echo, reference: reference, rate: rate, values: hear, block: 256)
+            return EchoCancellerTests.run(hearOutput, reference: room.far, rate: rate, values: application, block: 256)
+        }
+        let alone = erle(EchoCancellerTests.run(room.echo, reference: room.far, rate: rate, values: application, block: 256))
+        // hear without a reference (no speaker chain): its canceller idles, its noise suppressor runs.
+        let behindSuppressor = erle(behindHear(ParameterValues(), reference: [Float](repeating: 0, count: room.far.count)))
+        let behindNoReference = erle(behindHear(values([.aecEnable: 0]), reference: room.far))
+        let behindCanceller = erle(behindHear(ParameterValues(), reference: room.far))
+        print("application canceller at \(rate) Hz: alone \(alone) dB; behind hear without its canceller \(behindNoReference) dB (silent reference \(behindSuppressor) dB); behind hear with it \(behindCanceller) dB")
+        #expect(behindNoReference >= alone - 3, "hear's chain without its canceller: \(behindNoReference) dB against \(alone) dB alone")
+        #expect(behindCanceller >= alone, "hear's chain with its canceller: \(behindCanceller) dB against \(alone) dB alone")
+    }
+}
