@@ -3,13 +3,16 @@
 // (make eval) drive it; any LADSPA plugin loads, so Debian's reference plugins are timed by the
 // same host as hear.
 //
-//   hear-host bench [-b block] [-s seconds] [-r rate] [-i in.f32] [-o out.f32] [-I] plugin.so label [port=value ...]
+//   hear-host bench [-b block] [-s seconds] [-r rate] [-i in.f32] [-o out.f32] [-I] [-e label] plugin.so label [port=value ...]
 //     -b N     frames per run() call (256); 0: random sizes 1...4096 from a fixed seed (block-size invariance)
 //     -s S     seconds of the built-in test signal (60)
 //     -r RATE  sample rate (48000)
 //     -i FILE  raw float32 mono input instead of the built-in signal (-s is then ignored); every input port gets it
 //     -o FILE  the first output port, raw float32
 //     -I       in place: each output port shares the buffer of the input port of the same rank
+//     -e LABEL a second instance, LABEL of the same library with its `chain` port at 2 (hear's speaker
+//              chain), fed the same signal and run untimed before each timed call: the timed
+//              instance, at `chain=1`, then cancels its echo (hear's reference tap)
 //     port=value  a control port by name or by index; the others start at their LADSPA hint defaults
 //
 // Output control ports (latency) go to stderr as `out NAME=VALUE`; the result goes to stdout as one line:
@@ -120,12 +123,12 @@ func builtInSignal(frames: Int, rate: Int) -> UnsafeMutablePointer<Float> {
 }
 
 func benchUsage() -> Never {
-    fail("usage: hear-host bench [-b block] [-s seconds] [-r rate] [-i in.f32] [-o out.f32] [-I] plugin.so label [port=value ...]")
+    fail("usage: hear-host bench [-b block] [-s seconds] [-r rate] [-i in.f32] [-o out.f32] [-I] [-e label] plugin.so label [port=value ...]")
 }
 
 func runBench(_ arguments: [String]) -> Never {
     var block = 256, rate = 48000, seconds = 60.0
-    var inputPath: String?, outputPath: String?
+    var inputPath: String?, outputPath: String?, speakerLabel: String?
     var inPlace = false
     var rest = arguments[...]
     while let flag = rest.first, flag.hasPrefix("-") {
@@ -138,6 +141,7 @@ func runBench(_ arguments: [String]) -> Never {
         case "-r": guard let number = Int(value), number > 0 else { fail("bad rate \(value)") }; rate = number
         case "-i": inputPath = value
         case "-o": outputPath = value
+        case "-e": speakerLabel = value
         default: benchUsage()
         }
     }
@@ -210,6 +214,7 @@ func runBench(_ arguments: [String]) -> Never {
         guard let file = fopen(outputPath, "wb") else { fail("\(outputPath): \(String(cString: strerror(errno)))") }
         outputFile = file
     }
+    let speaker = speakerLabel.map { startSpeaker(pluginPath: pluginPath, label: $0, rate: rate, largestBlock: largestBlock) }
     let run = descriptor.run!
     let inputCount = inputs.count
     let inputBase = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(inputCount, 1))
@@ -225,6 +230,7 @@ func runBench(_ arguments: [String]) -> Never {
         }
         let count = min(frames - position, wanted)
         for rank in 0..<inputCount { inputBase[rank].update(from: signal + position, count: count) }
+        speaker?.run(signal + position, count)
         let start = monotonicNanoseconds()
         run(handle, UInt(count))
         busy &+= monotonicNanoseconds() &- start
@@ -249,4 +255,42 @@ func runBench(_ arguments: [String]) -> Never {
     print("\(padded) ch=\(channels) block=\(block) rate=\(rate): \(decimal(nanoseconds, 2)) ns/sample/ch, "
           + "\(decimal(audioSeconds / busySeconds, 0))x realtime (\(decimal(100 * busySeconds / audioSeconds, 3))% of a core)")
     exit(0)
+}
+
+/// The untimed speaker chain of `-e`: its inputs get the signal, its outputs go nowhere.
+struct Speaker {
+    let handle: LADSPA_Handle
+    let runCall: @convention(c) (LADSPA_Handle?, UInt) -> Void
+    let inputs: [UnsafeMutablePointer<Float>]
+
+    func run(_ samples: UnsafeMutablePointer<Float>, _ count: Int) {
+        for buffer in inputs { buffer.update(from: samples, count: count) }
+        runCall(handle, UInt(count))
+    }
+}
+
+func startSpeaker(pluginPath: String, label: String, rate: Int, largestBlock: Int) -> Speaker {
+    let found: UnsafePointer<LADSPA_Descriptor>
+    do { found = try LADSPALibrary(path: pluginPath).descriptor(label) } catch { fail("\(error)") }
+    let descriptor = found.pointee
+    let portCount = Int(descriptor.PortCount)
+    guard let handle = descriptor.instantiate(found, UInt(rate)) else { fail("\(label): instantiate failed") }
+    var inputs: [UnsafeMutablePointer<Float>] = []
+    var hasChain = false
+    for port in 0..<portCount {
+        let kind = descriptor.PortDescriptors[port]
+        let buffer = UnsafeMutablePointer<Float>.allocate(capacity: max(largestBlock, 1))
+        buffer.initialize(repeating: 0, count: max(largestBlock, 1))
+        if kind & LADSPA_PORT_CONTROL != 0 {
+            let chain = String(cString: descriptor.PortNames[port]!) == "chain"
+            hasChain = hasChain || chain
+            buffer[0] = chain ? 2 : ladspaDefault(descriptor.PortRangeHints[port], rate: rate)
+        } else if kind & LADSPA_PORT_INPUT != 0 {
+            inputs.append(buffer)
+        }
+        descriptor.connect_port(handle, UInt(port), buffer)
+    }
+    guard hasChain else { fail("\(label) has no chain port: -e takes one of hear's labels") }
+    descriptor.activate?(handle)
+    return Speaker(handle: handle, runCall: descriptor.run!, inputs: inputs)
 }

@@ -283,6 +283,8 @@ CPU_CASES = {
     "classical": ["ns.mode=0"],
     "learned, 32-sample blocks": ["-b", "32", "ns.mode=1"],
     "learned, 1024-sample blocks": ["-b", "1024", "ns.mode=1"],
+    # The microphone chain with hear's speaker chain beside it (untimed), its echo canceller cancelling.
+    "learned, echo canceller cancelling": ["-e", "hear_stereo", "ns.mode=1", "chain=1"],
 }
 
 
