@@ -1,6 +1,8 @@
 // hearctl enable mic|speaker / disable [mic|speaker]: turn a chain on or off for this user by
 // writing or removing its PipeWire drop-in in $XDG_CONFIG_HOME/pipewire/pipewire.conf.d/ (else
-// ~/.config/...), then restarting the user's PipeWire where systemd runs it.
+// ~/.config/...), then restarting the user's PipeWire where systemd runs it. `enable mic
+// --echo-cancel` also enables the speaker chain and makes it the default output ("default"
+// metadata), since the microphone chain's echo canceller hears only what plays through it.
 //
 // The drop-in is the template conf.d/pipewire/<name>.conf that `make install` and the Debian
 // package ship (<prefix>/share/hear/pipewire/, next to <prefix>/bin/hearctl), with the plugin's
@@ -9,6 +11,7 @@
 // Everything is checked before anything is written or removed: an error changes nothing.
 
 import ArgumentParser
+import CPipeWire
 import Foundation
 import HearctlCore
 import HearControl
@@ -201,8 +204,12 @@ extension Hearctl {
                 $XDG_CONFIG_HOME/pipewire/pipewire.conf.d/ (else ~/.config/pipewire/pipewire.conf.d/), with \
                 the installed plugin's path, then runs `systemctl --user restart` on those of pipewire, \
                 pipewire-pulse and wireplumber that systemd runs for you (or says what to do). \
-                An existing drop-in that differs is kept unless --force. Examples:
+                An existing drop-in that differs is kept unless --force. With --echo-cancel (mic only) \
+                the speaker chain is enabled too (an existing one is kept as it is) and made the default \
+                output, so that everything the desktop plays passes through it and the microphone \
+                chain's echo canceller hears it. Examples:
                   hearctl enable mic
+                  hearctl enable mic --echo-cancel
                   hearctl enable speaker --no-restart
                 """)
 
@@ -211,21 +218,43 @@ extension Hearctl {
                                    valueName: "path")) var plugin: String?
         @Flag(help: "Replace an existing drop-in that differs (your edits to it are lost).") var force = false
         @Flag(name: .customLong("no-restart"), help: "Only write the drop-in; PipeWire loads it when it next starts.") var noRestart = false
+        @Flag(name: .customLong("echo-cancel"),
+              help: "With mic: enable the speaker chain too and make it the default output, so that the microphone chain cancels the echo of what plays.")
+        var echoCancel = false
         @OptionGroup var output: JSONOption
 
-        func run() throws {
+        /// The speaker chain's sink (conf.d/pipewire/hear-speaker.conf's capture node).
+        static let speakerSink = "hear_speaker"
+
+        func validate() throws {
+            if echoCancel && chain != .mic {
+                throw ValidationError("--echo-cancel goes with mic: it enables the speaker chain as the microphone chain's reference")
+            }
+        }
+
+        /// What writing one chain's drop-in did.
+        struct Written {
+            let path: String
+            let changed: Bool
+            let line: String
+        }
+
+        /// Writes `chain`'s drop-in unless the same is there; one that differs is an error unless
+        /// `force` (or `keepEdited`, which leaves it as it is).
+        func write(_ chain: DropInChain, plugin: String, directory: String, keepEdited: Bool) throws -> Written {
             if let system = Installation.systemDropIns(chain).first {
+                if keepEdited { return Written(path: system, changed: false, line: "\(chain.rawValue) is enabled for every user by \(system)") }
                 throw CLIError("\(chain.rawValue) is already enabled for every user by \(system); a second drop-in would make a second chain. Nothing was changed")
             }
-            let plugin = try Installation.plugin(plugin)
             let template = try Installation.template(chain)
-            let directory = try Installation.userDropInDirectory()
             let path = directory + "/" + chain.fileName
             let text = Installation.dropIn(template.text, plugin: plugin)
             if let existing = try? String(contentsOfFile: path, encoding: .utf8) {
                 if DeviceDropIn.withoutChoices(existing) == text {
-                    report(path: path, changed: false, lines: ["\(chain.rawValue) is already enabled: \(path) (nothing changed)"])
-                    return
+                    return Written(path: path, changed: false, line: "\(chain.rawValue) is already enabled: \(path) (nothing changed)")
+                }
+                if keepEdited {
+                    return Written(path: path, changed: false, line: "\(chain.rawValue) is already enabled by your own \(path) (kept as it is)")
                 }
                 guard force else {
                     throw CLIError("\(path) exists and differs from the drop-in hearctl would write (edited, or another plugin path); keep it, or replace it with `hearctl enable \(chain.rawValue) --force`. Nothing was changed")
@@ -241,16 +270,57 @@ extension Hearctl {
             } catch {
                 throw CLIError("cannot write \(path): \(error.localizedDescription)")
             }
-            var lines = ["wrote \(path) (plugin \(plugin))"]
-            let outcome = noRestart
-                ? UserPipeWire.Outcome(lines: ["PipeWire was not restarted (--no-restart): it loads the drop-in when it next starts (`\(UserPipeWire.manualCommand)`)."], restarted: false)
-                : try UserPipeWire.restart(because: "wrote \(path)")
-            lines += outcome.lines
-            lines.append("enabled \(chain.rawValue): \(chain.hint)")
-            report(path: path, changed: true, lines: lines, plugin: plugin, outcome: outcome)
+            return Written(path: path, changed: true, line: "wrote \(path) (plugin \(plugin))")
         }
 
-        func report(path: String, changed: Bool, lines: [String], plugin: String? = nil, outcome: UserPipeWire.Outcome? = nil) {
+        func run() throws {
+            let plugin = try Installation.plugin(plugin)
+            let directory = try Installation.userDropInDirectory()
+            // Everything that can fail is checked before the first file is written.
+            if echoCancel { _ = try Installation.template(.speaker) }
+            let main = try write(chain, plugin: plugin, directory: directory, keepEdited: false)
+            let speaker = echoCancel ? try write(.speaker, plugin: plugin, directory: directory, keepEdited: true) : nil
+            var lines = [main.line] + (speaker.map { [$0.line] } ?? [])
+            let changed = main.changed || speaker?.changed == true
+            var outcome: UserPipeWire.Outcome?
+            if changed {
+                let why = [main, speaker].compactMap { $0 }.filter(\.changed).map(\.path).joined(separator: " and ")
+                outcome = noRestart
+                    ? UserPipeWire.Outcome(lines: ["PipeWire was not restarted (--no-restart): it loads the drop-in when it next starts (`\(UserPipeWire.manualCommand)`)."], restarted: false)
+                    : try UserPipeWire.restart(because: "wrote \(why)")
+                lines += outcome?.lines ?? []
+            }
+            var defaultOutput: Bool?
+            if echoCancel {
+                let (set, line) = Self.makeSpeakerTheDefaultOutput(waitForPipeWire: outcome?.restarted == true)
+                defaultOutput = set
+                lines.append(line)
+            }
+            if main.changed { lines.append("enabled \(chain.rawValue): \(chain.hint)") }
+            if echoCancel {
+                lines.append("echo cancellation: the microphone chain cancels what plays through \"\(DropInChain.speaker.title)\"; `hearctl status` shows its ERLE (aec.erle)")
+            }
+            report(path: main.path, changed: main.changed, lines: lines, plugin: changed ? plugin : nil, outcome: outcome,
+                   speaker: speaker, defaultOutput: defaultOutput)
+        }
+
+        /// Sets PipeWire's configured default output to the speaker chain's sink ("default" metadata,
+        /// as `wpctl set-default` does; WirePlumber keeps it), retrying for a few seconds after a
+        /// restart while WirePlumber comes up. Returns whether it was set, and the line saying so.
+        static func makeSpeakerTheDefaultOutput(waitForPipeWire: Bool) -> (Bool, String) {
+            let value = "{ \"name\": \"\(speakerSink)\" }"
+            var result: Int32 = 0
+            let tries = waitForPipeWire ? 20 : 1
+            for attempt in 0..<tries {
+                result = hear_pw_set_default_metadata(0, "default.configured.audio.sink", "Spa:String:JSON", value, 2000)
+                if result == 0 { return (true, "made \"\(DropInChain.speaker.title)\" (\(speakerSink)) the default output") }
+                if attempt + 1 < tries { usleep(500_000) }
+            }
+            return (false, "could not make \"\(DropInChain.speaker.title)\" the default output (\(String(cString: strerror(-result)))): once PipeWire runs it, choose it as the output in your sound settings, or `wpctl set-default` its id")
+        }
+
+        func report(path: String, changed: Bool, lines: [String], plugin: String? = nil, outcome: UserPipeWire.Outcome? = nil,
+                    speaker: Written? = nil, defaultOutput: Bool? = nil) {
             guard output.json else { return lines.forEach { print($0) } }
             struct Reply: Encodable {
                 let chain, dropIn: String
@@ -259,10 +329,16 @@ extension Hearctl {
                 /// Whether PipeWire was restarted (null: nothing changed, so no restart was needed).
                 @Nullable var restarted: Bool?
                 @Nullable var restartCommand: String?
+                /// With --echo-cancel: the speaker chain's drop-in, and whether it was written.
+                let speakerDropIn: String?
+                let speakerChanged: Bool?
+                /// With --echo-cancel: whether the speaker chain was made the default output.
+                let defaultOutput: Bool?
                 let messages: [String]
             }
             Output.json(Reply(chain: chain.rawValue, dropIn: path, changed: changed, plugin: plugin, restarted: outcome?.restarted,
-                              restartCommand: outcome?.command, messages: lines))
+                              restartCommand: outcome?.command, speakerDropIn: speaker?.path, speakerChanged: speaker?.changed,
+                              defaultOutput: defaultOutput, messages: lines))
         }
     }
 

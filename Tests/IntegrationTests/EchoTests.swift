@@ -93,4 +93,24 @@ struct EchoTests {
         #expect(steady.realignments == 0, "realignments at a fixed quantum: \(String(describing: steady.realignments))")
         #expect((changed.realignments ?? 99) <= 1, "realignments across the quantum change: \(String(describing: changed.realignments))")
     }
+
+    @Test func enableMicWithEchoCancelMakesTheSpeakerChainTheDefaultOutput() throws {
+        let session = try PipeWireSession(name: "echo-enable")
+        defer { session.stop() }
+        func configuredDefault() throws -> String {
+            try session.processes.run("pw-metadata", ["-n", "default", "0", "default.configured.audio.sink"]).output
+        }
+        #expect(!(try configuredDefault()).contains("hear_speaker"))
+        // The session's drop-ins name the plugin in their comments too (hearctl's do not): the
+        // microphone's is replaced (--force), the speaker chain's kept as the user's own, and no
+        // restart, since the running chains are the same.
+        let reply = try session.hearctl("enable", "mic", "--echo-cancel", "--force", "--no-restart", "--plugin", Repository.plugin, "--json")
+        let json = try JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any]
+        #expect(json?["speakerChanged"] as? Bool == false && json?["defaultOutput"] as? Bool == true, "\(reply)")
+        #expect(try configuredDefault().contains("hear_speaker"))
+        // WirePlumber follows: the speaker chain becomes the default sink that players go to.
+        try waitFor("WirePlumber to make hear_speaker the default sink") {
+            try session.processes.run("pw-metadata", ["-n", "default", "0", "default.audio.sink"]).output.contains("hear_speaker")
+        }
+    }
 }

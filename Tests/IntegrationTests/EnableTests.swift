@@ -110,4 +110,26 @@ import TestSupport
         let failed = try processes.run(Self.hearctl, ["enable", "mic"], check: false)
         #expect(failed.status == 1 && failed.output.contains("wrote") && failed.output.contains("Job failed"), "\(failed.output)")
     }
+
+    @Test func echoCancelEnablesTheSpeakerChainTooAndKeepsAnEditedOne() throws {
+        let (processes, dropIns) = try sandbox("enable-echo")
+        defer { processes.stopAll() }
+        // Only with mic: a usage error that writes nothing.
+        let wrong = try processes.run(Self.hearctl, ["enable", "speaker", "--echo-cancel"], check: false)
+        #expect(wrong.status == 2 && wrong.output.contains("--echo-cancel goes with mic"), "\(wrong.output)")
+        #expect(!FileManager.default.fileExists(atPath: dropIns.path))
+        // Both drop-ins; no PipeWire here, so the default output is not set, and the reply says what to do.
+        let reply = try processes.run(Self.hearctl, ["enable", "mic", "--echo-cancel", "--no-restart", "--json"]).output
+        let json = try JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any]
+        let speaker = dropIns.appendingPathComponent("hear-speaker.conf")
+        #expect(json?["changed"] as? Bool == true && json?["speakerChanged"] as? Bool == true
+                    && json?["speakerDropIn"] as? String == speaker.path && json?["defaultOutput"] as? Bool == false, "\(reply)")
+        #expect((json?["messages"] as? [String])?.contains { $0.contains("could not make") && $0.contains("choose it as the output") } == true, "\(reply)")
+        #expect(try Set(FileManager.default.contentsOfDirectory(atPath: dropIns.path)) == ["hear-microphone.conf", "hear-speaker.conf"])
+        // A speaker chain of the user's own is kept as it is (it is still what plays).
+        try (try String(contentsOf: speaker, encoding: .utf8) + "# mine\n").write(to: speaker, atomically: true, encoding: .utf8)
+        let again = try processes.run(Self.hearctl, ["enable", "mic", "--echo-cancel", "--no-restart"]).output
+        #expect(again.contains("kept as it is"), "\(again)")
+        #expect(try String(contentsOf: speaker, encoding: .utf8).hasSuffix("# mine\n"))
+    }
 }
