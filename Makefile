@@ -68,6 +68,7 @@ help:
 	@echo "make eval    noise suppressor vs RNNoise, WebRTC NS, speexdsp, DeepFilterNet3 (PESQ, STOI, ...);"
 	@echo "             its PyPI packages (pinned in training/pyproject.toml) go into the venv .build/venv"
 	@echo "make eval-results  the deciding and home sets into docs/results/ (the figures the docs quote)"
+	@echo "make eval-echo     the echo canceller on a synthetic room into docs/results/echo.md (ERLE, PESQ-WB)"
 	@echo "make eval-sources  which recorded talkers are dry enough to decide on (floor, RNNoise's clean-input PESQ-WB)"
 	@echo "make train   the learned noise suppressor's weights again, from Debian's speech packages and python3-torch"
 	@echo "             (CPU, slow; training/README.md), resumable: rerun to continue"
@@ -162,7 +163,7 @@ DEB_EVAL := python3 python3-venv espeak-ng flite sox libspeexdsp1 ladspa-sdk ast
 # `make eval-sources` also reads every training talker and the candidates no split reads yet (sources.py).
 DEB_SOURCES := $(DEB_EVAL) $(shell sed -e 's/\#.*//' training/debian-packages) fillets-ng-data-nl alsa-utils codec2-examples
 
-.PHONY: eval eval-deps eval-sources eval-results
+.PHONY: eval eval-deps eval-sources eval-results eval-echo
 eval: build eval-deps
 	$(HEAR_TRAINING) $(VENV)/bin/python -m hear_training.evaluate
 
@@ -175,6 +176,12 @@ eval-results: build eval-deps
 	  --only hear,hear-classical,RNNoise,oracle-bands --oracle --output docs/results/deciding.md
 	$(HEAR_TRAINING) $(VENV)/bin/python -m hear_training.evaluate --set home --noises a \
 	  --only hear,hear-classical,RNNoise --output docs/results/home.md
+
+# The echo canceller on a synthetic room (ERLE, PESQ-WB of the near end alone and in double talk,
+# speexdsp's frame and filter lengths): docs/results/echo.md, which README and BENCHMARKS quote.
+eval-echo: build eval-deps
+	$(call apt-need,pocketsphinx-testdata)
+	$(HEAR_TRAINING) $(VENV)/bin/python -m hear_training.echo --output docs/results/echo.md
 
 # Which recorded talkers are dry enough to decide on: every one's floor and RNNoise's clean-input
 # PESQ-WB, raw and gated (training/hear_training/sources.py; the table in training/README.md).

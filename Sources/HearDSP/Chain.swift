@@ -228,6 +228,7 @@ public struct Chain: ~Copyable {
         meters.record(.speechProbability, suppressing ? Double(noiseSuppressor.speechProbability) : .nan)
         meters.record(.noiseFloor, suppressing ? Double(noiseSuppressor.noiseFloorDB) : .nan)
         meters.record(.echoReturnLossEnhancement, Double(echoCanceller.enhancementDB))
+        meters.record(.echoDelay, Double(echoCanceller.echoDelayMilliseconds))
     }
 
     @inline(__always) private mutating func applyOutputGain(_ left: UnsafeMutablePointer<Float>,

@@ -37,12 +37,25 @@ public struct EchoCanceller: ~Copyable {
     let cancelled: FixedBuffer<Float>
     /// speexdsp's 16-bit frames: microphone, reference, result.
     let micro: FixedBuffer<Int16>, speaker: FixedBuffer<Int16>, result: FixedBuffer<Int16>
+    /// The left canceller's filter as an impulse response (speexdsp's fixed point), read about once
+    /// a second: its largest tap is the delay from what the speakers were given to the microphone.
+    let impulse: FixedBuffer<Int32>
+    /// Frames between two readings of the impulse response, and frames since the last.
+    let delayEvery: Int
+    var framesSinceDelay = 0
+    let sampleRate: Double
     /// Where in the frame the next sample goes.
     var position = 0
     /// Whether any chunk of the frame being gathered came with a reference.
     var referenceInFrame = false
     /// Whether the frame handed out last was cancelled: a change crossfades over one frame.
     var cancelledLast = false
+    /// Whether the frame handed out last was the canceller's rather than the microphone's as it came.
+    var appliedLast = false
+    /// Samples since the reference last held sound: once the filter's length has passed, no echo
+    /// can reach the microphone, and the frames pass as they came (speexdsp's DC notch and 16 bits
+    /// cost a lone near end 0.1-0.3 PESQ-WB), while the canceller keeps running to keep its state.
+    var quietSamples = 0
     var enabled = true
     var suppress = true
     /// Smoothed powers (per frame) of the microphone and of what the canceller leaves, while the
@@ -53,6 +66,8 @@ public struct EchoCanceller: ~Copyable {
     let powerRate: Float
     /// ERLE in dB, NaN while the stage is not cancelling or the far end has not played yet.
     public private(set) var enhancementDB: Float = .nan
+    /// The echo path's delay (ms) as the filter learned it, NaN until it has been read while cancelling.
+    public private(set) var echoDelayMilliseconds: Float = .nan
 
     /// A frame's reference power (mean square) below which the far end counts as silent (-60 dBFS).
     static let silentReference: Float = 1e-6
@@ -104,6 +119,9 @@ public struct EchoCanceller: ~Copyable {
         micro = arena.buffer(frame, 0)
         speaker = arena.buffer(frame, 0)
         result = arena.buffer(frame, 0)
+        impulse = arena.buffer(frames &* frame, 0)
+        delayEvery = max(1, truncatedInt(sampleRate / Double(frame)))
+        self.sampleRate = sampleRate
         self.arena = arena
         powerRate = Float(1 - LibM.exp(-Double(frame) / (0.5 * sampleRate)))
         set(values)
@@ -137,9 +155,13 @@ public struct EchoCanceller: ~Copyable {
         position = 0
         referenceInFrame = false
         cancelledLast = false
+        appliedLast = false
+        quietSamples = 0
         microphonePower = 0
         residualPower = 0
         enhancementDB = .nan
+        echoDelayMilliseconds = .nan
+        framesSinceDelay = 0
         Speex.reset(echoLeft)
         Speex.reset(echoRight)
     }
@@ -191,6 +213,7 @@ public struct EchoCanceller: ~Copyable {
                 cancelled[k] = x
             }
             enhancementDB = .nan
+            appliedLast = false
             return
         }
         var referencePower: Float = 0
@@ -208,27 +231,50 @@ public struct EchoCanceller: ~Copyable {
             microphone += before
             residual += after
         }
+        let sounding = referencePower > Self.silentReference * Float(frame)
+        quietSamples = sounding ? 0 : min(quietSamples &+ frame, 1 << 30)
+        let apply = cancel && quietSamples <= filterLength &+ frame
         // Switching on or off crossfades from the frame as it came.
-        if cancel != cancelledLast {
+        if apply != appliedLast {
             let step = 1 / Float(frame)
             for channel in upTo(channels) {
                 let base = channel &* frame
                 for k in upTo(frame) {
-                    let wet = cancel ? Float(k &+ 1) * step : 1 - Float(k &+ 1) * step
+                    let wet = apply ? Float(k &+ 1) * step : 1 - Float(k &+ 1) * step
                     let dry = previous[base &+ k]
                     ready[base &+ k] = dry + wet * (ready[base &+ k] - dry)
                 }
             }
+        } else if !apply {
+            for k in upTo(both) { ready[k] = previous[k] }
         }
+        appliedLast = apply
         for k in upTo(both) { previous[k] = gathered[k] }
         cancelledLast = cancel
         guard cancel else { enhancementDB = .nan; return }
-        if referencePower > Self.silentReference * Float(frame) {
+        if sounding {
             microphonePower += powerRate * (microphone - microphonePower)
             residualPower += powerRate * (residual - residualPower)
         }
         enhancementDB = microphonePower > 0
             ? Decibels.fastFromPower(max(microphonePower, 1e-20) / max(residualPower, 1e-20)) : .nan
+        framesSinceDelay &+= 1
+        if framesSinceDelay >= delayEvery && sounding {
+            framesSinceDelay = 0
+            readDelay()
+        }
+    }
+
+    /// The delay of the filter's largest tap.
+    @inline(__always) mutating func readDelay() {
+        Speex.impulseResponse(echoLeft, impulse.base)
+        var largest: Int32 = 0, at = -1
+        for k in upTo(impulse.count) {
+            let tap = impulse[k]
+            let magnitude = tap < 0 ? ~tap : tap  // |tap| - 1 below zero: no overflow at Int32.min
+            if magnitude > largest { largest = magnitude; at = k }
+        }
+        echoDelayMilliseconds = at < 0 ? .nan : Float(Double(at) * 1000 / sampleRate)
     }
 
     /// One channel's frame (at `base` in the frame buffers) through the canceller; the frame before
@@ -287,6 +333,13 @@ enum Speex {
     @inline(__always) static func suppress(_ state: OpaquePointer?, _ frame: UnsafeMutablePointer<Int16>) {
         guard let state else { return }
         _ = _unsafePerformance { speex_preprocess_run(state, frame) }
+    }
+
+    /// The filter as an impulse response, filter-length Int32s (speexdsp's SPEEX_ECHO_GET_IMPULSE_RESPONSE:
+    /// an inverse FFT per filter block into `response`, no allocation).
+    @inline(__always) static func impulseResponse(_ state: OpaquePointer?, _ response: UnsafeMutablePointer<Int32>) {
+        guard let state else { return }
+        _ = _unsafePerformance { speex_echo_ctl(state, SPEEX_ECHO_GET_IMPULSE_RESPONSE, response) }
     }
 
     @inline(__always) static func reset(_ state: OpaquePointer?) {

@@ -30,6 +30,8 @@ public enum MeterUnit: Sendable {
     case fraction
     /// Events counted over the window, read as they are.
     case count
+    /// A time in milliseconds, read as it is.
+    case milliseconds
 
     /// The reading of an accumulated value: levels in dBFS, reductions in dB; nil where not measured.
     public func reading(_ value: Double, samples: UInt64) -> Float? {
@@ -37,7 +39,7 @@ public enum MeterUnit: Sendable {
         switch self {
         case .amplitude: return value > 0 ? Float(Decibels.fromGain(value)) : -.infinity
         case .squares: return value > 0 && samples > 0 ? Float(Decibels.fromPower(value / Double(samples))) : -.infinity
-        case .reduction, .level, .fraction, .count: return Float(value)
+        case .reduction, .level, .fraction, .count, .milliseconds: return Float(value)
         }
     }
 }
@@ -61,7 +63,7 @@ public struct MeterSpec: Sendable {
 /// One case per meter; `rawValue` is its index in `Meters` and in the control block.
 public enum Meter: Int, CaseIterable, Sendable {
     case inputPeak, inputRMS, outputPeak, outputRMS, compressorReduction, limiterReduction, noiseFloor, speechProbability
-    case echoReturnLossEnhancement, referenceRealignments
+    case echoReturnLossEnhancement, referenceRealignments, echoDelay
 
     /// The table. Trivial values only (StaticString), so the audio thread may read it.
     @inline(__always) public var spec: MeterSpec {
@@ -80,6 +82,8 @@ public enum Meter: Int, CaseIterable, Sendable {
         case .echoReturnLossEnhancement: MeterSpec("aec.erle", "echo.erle", .latest, .reduction)
         // Times the speaker chain's reference was realigned (a reader that fell behind or ran ahead).
         case .referenceRealignments: MeterSpec("aec.realign", "echo.realignments", .sum, .count)
+        // The echo path's delay as the canceller's filter learned it (ms); NaN until it cancels.
+        case .echoDelay: MeterSpec("aec.delay", "echo.delay", .latest, .milliseconds)
         }
     }
 }

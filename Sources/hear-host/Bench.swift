@@ -3,7 +3,7 @@
 // (make eval) drive it; any LADSPA plugin loads, so Debian's reference plugins are timed by the
 // same host as hear.
 //
-//   hear-host bench [-b block] [-s seconds] [-r rate] [-i in.f32] [-o out.f32] [-I] [-e label] plugin.so label [port=value ...]
+//   hear-host bench [-b block] [-s seconds] [-r rate] [-i in.f32] [-o out.f32] [-I] [-e label [-E far.f32]] plugin.so label [port=value ...]
 //     -b N     frames per run() call (256); 0: random sizes 1...4096 from a fixed seed (block-size invariance)
 //     -s S     seconds of the built-in test signal (60)
 //     -r RATE  sample rate (48000)
@@ -13,6 +13,8 @@
 //     -e LABEL a second instance, LABEL of the same library with its `chain` port at 2 (hear's speaker
 //              chain), fed the same signal and run untimed before each timed call: the timed
 //              instance, at `chain=1`, then cancels its echo (hear's reference tap)
+//     -E FILE  raw float32 mono input for the -e instance instead of the timed instance's signal (the far
+//              end of a call, when the timed instance's input is a microphone that hears it); silence after its end
 //     port=value  a control port by name or by index; the others start at their LADSPA hint defaults
 //
 // Output control ports (latency) go to stderr as `out NAME=VALUE`; the result goes to stdout as one line:
@@ -123,12 +125,12 @@ func builtInSignal(frames: Int, rate: Int) -> UnsafeMutablePointer<Float> {
 }
 
 func benchUsage() -> Never {
-    fail("usage: hear-host bench [-b block] [-s seconds] [-r rate] [-i in.f32] [-o out.f32] [-I] [-e label] plugin.so label [port=value ...]")
+    fail("usage: hear-host bench [-b block] [-s seconds] [-r rate] [-i in.f32] [-o out.f32] [-I] [-e label [-E far.f32]] plugin.so label [port=value ...]")
 }
 
 func runBench(_ arguments: [String]) -> Never {
     var block = 256, rate = 48000, seconds = 60.0
-    var inputPath: String?, outputPath: String?, speakerLabel: String?
+    var inputPath: String?, outputPath: String?, speakerLabel: String?, speakerInputPath: String?
     var inPlace = false
     var rest = arguments[...]
     while let flag = rest.first, flag.hasPrefix("-") {
@@ -142,6 +144,7 @@ func runBench(_ arguments: [String]) -> Never {
         case "-i": inputPath = value
         case "-o": outputPath = value
         case "-e": speakerLabel = value
+        case "-E": speakerInputPath = value
         default: benchUsage()
         }
     }
@@ -174,17 +177,13 @@ func runBench(_ arguments: [String]) -> Never {
     var frames: Int
     let signal: UnsafeMutablePointer<Float>
     if let inputPath {
-        guard let file = fopen(inputPath, "rb") else { fail("\(inputPath): \(String(cString: strerror(errno)))") }
-        fseek(file, 0, SEEK_END)
-        frames = ftell(file) / MemoryLayout<Float>.size
-        fseek(file, 0, SEEK_SET)
-        signal = .allocate(capacity: max(frames, 1))
-        guard fread(signal, MemoryLayout<Float>.size, frames, file) == frames else { fail("\(inputPath): short read") }
-        fclose(file)
+        (signal, frames) = readSamples(inputPath, atLeast: 0)
     } else {
         frames = Int(seconds * Double(rate))
         signal = builtInSignal(frames: frames, rate: rate)
     }
+    // The -e instance's own input, as long as the timed one's (silence after its end).
+    let speakerSignal = speakerInputPath.map { readSamples($0, atLeast: frames).samples } ?? signal
 
     let largestBlock = block == 0 ? 4096 : block
     var buffers: [Int: UnsafeMutablePointer<Float>] = [:]
@@ -230,7 +229,7 @@ func runBench(_ arguments: [String]) -> Never {
         }
         let count = min(frames - position, wanted)
         for rank in 0..<inputCount { inputBase[rank].update(from: signal + position, count: count) }
-        speaker?.run(signal + position, count)
+        speaker?.run(speakerSignal + position, count)
         let start = monotonicNanoseconds()
         run(handle, UInt(count))
         busy &+= monotonicNanoseconds() &- start
@@ -255,6 +254,19 @@ func runBench(_ arguments: [String]) -> Never {
     print("\(padded) ch=\(channels) block=\(block) rate=\(rate): \(decimal(nanoseconds, 2)) ns/sample/ch, "
           + "\(decimal(audioSeconds / busySeconds, 0))x realtime (\(decimal(100 * busySeconds / audioSeconds, 3))% of a core)")
     exit(0)
+}
+
+/// A raw float32 file, zero-padded to at least `atLeast` samples.
+func readSamples(_ path: String, atLeast: Int) -> (samples: UnsafeMutablePointer<Float>, count: Int) {
+    guard let file = fopen(path, "rb") else { fail("\(path): \(String(cString: strerror(errno)))") }
+    fseek(file, 0, SEEK_END)
+    let count = ftell(file) / MemoryLayout<Float>.size
+    fseek(file, 0, SEEK_SET)
+    let samples = UnsafeMutablePointer<Float>.allocate(capacity: max(count, atLeast, 1))
+    samples.initialize(repeating: 0, count: max(count, atLeast, 1))
+    guard fread(samples, MemoryLayout<Float>.size, count, file) == count else { fail("\(path): short read") }
+    fclose(file)
+    return (samples, count)
 }
 
 /// The untimed speaker chain of `-e`: its inputs get the signal, its outputs go nowhere.

@@ -299,6 +299,7 @@ extension MeterUnit {
         case .reduction: return Output.decibels(reading) + " dB"
         case .fraction: return String(format: "%.0f%%", reading * 100)
         case .count: return String(format: "%.0f", reading)
+        case .milliseconds: return String(format: "%.1f ms", reading)
         }
     }
 
@@ -309,6 +310,7 @@ extension MeterUnit {
         case .reduction: return (0, 24)
         case .fraction: return (0, 1)
         case .count: return (0, 10)
+        case .milliseconds: return (0, 250)
         }
     }
 }

@@ -37,13 +37,13 @@ struct EchoTests {
     }
 
     /// The microphone chain's echo meters as `hearctl status` reads them (since its last reading).
-    static func echoMeters(_ session: PipeWireSession) throws -> (erle: Double?, realignments: Double?) {
+    static func echoMeters(_ session: PipeWireSession) throws -> (erle: Double?, realignments: Double?, delay: Double?) {
         let output = try session.hearctl("status", "--chain", "mic", "--json")
         guard let json = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
               let instance = (json["instances"] as? [[String: Any]])?.first,
               let echo = (instance["meters"] as? [String: Any])?["echo"] as? [String: Any]
         else { throw TestFailure("no echo meters in \(output)") }
-        return (echo["erle"] as? Double, echo["realignments"] as? Double)
+        return (echo["erle"] as? Double, echo["realignments"] as? Double, echo["delay"] as? Double)
     }
 
     @Test func theMicrophoneChainCancelsTheSpeakerChainsEcho() throws {
@@ -92,6 +92,11 @@ struct EchoTests {
         #expect(whole >= 15 && before >= 15 && after >= 15, "ERLE \(whole) dB, \(before) dB before and \(after) dB after the quantum change")
         #expect(steady.realignments == 0, "realignments at a fixed quantum: \(String(describing: steady.realignments))")
         #expect((changed.realignments ?? 99) <= 1, "realignments across the quantum change: \(String(describing: changed.realignments))")
+        // The delay the canceller learned, from the speaker chain's output to the microphone chain's
+        // input: the room's 20 ms and the graph's buffers, within the filter's 250 ms.
+        for delay in [steady.delay, changed.delay] {
+            #expect((delay ?? -1) >= 15 && (delay ?? 999) < 250, "echo delay \(String(describing: delay)) ms")
+        }
     }
 
     @Test func enableMicWithEchoCancelMakesTheSpeakerChainTheDefaultOutput() throws {
