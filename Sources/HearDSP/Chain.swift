@@ -69,6 +69,7 @@ public struct Chain: ~Copyable {
         outputGain = Glide(1, timeConstant: 0.01, stepsPerSecond: rate, tolerance: 1e-7)
         wetMix = Glide(1, timeConstant: 0.005, stepsPerSecond: rate, tolerance: 1e-5)
         latency = held(echoCanceller.latency) + held(noiseSuppressor.latency) + held(limiter.lookahead)
+        noiseSuppressor.skipFilling(echoCanceller.latency)
         var arena = Arena()
         dryDelayLeft = arena.buffer(latency, 0)
         dryDelayRight = arena.buffer(latency, 0)
@@ -114,6 +115,7 @@ public struct Chain: ~Copyable {
     @_noLocks public mutating func reset() {
         echoCanceller.reset()
         noiseSuppressor.reset()
+        noiseSuppressor.skipFilling(echoCanceller.latency)
         equalizer.reset()
         multiband.reset()
         compressor.reset()

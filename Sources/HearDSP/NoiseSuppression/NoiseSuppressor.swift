@@ -84,6 +84,8 @@ public struct NoiseSuppressor: ~Copyable {
     var strength: Glide
     var mix: Float { Float(strength.value) }
 
+    /// Whole frames still to pass unanalysed (`skipFilling`).
+    var fillingFrames = 0
     /// Mean speech presence probability over the speech band, 0...1 (smoothed over ~50 ms); 0 while
     /// the gate is shut.
     public private(set) var speechProbability: Float = 0
@@ -180,6 +182,16 @@ public struct NoiseSuppressor: ~Copyable {
         learnedShare.jump(to: learnedShare.target)
     }
 
+    /// The first `samples` after now are the zeros a stage before this one (the echo canceller)
+    /// hands out while it fills: the whole frames among them are not analysed. Set after init and
+    /// after every reset.
+    @_noLocks public mutating func skipFilling(_ samples: Int) {
+        var rest = held(samples), frames = 0
+        let m = max(hop, 1)
+        while rest >= m { rest &-= m; frames &+= 1 }
+        fillingFrames = frames
+    }
+
     /// Processes `count` samples in place; `right` is used only in stereo. Output is the input
     /// `latency` samples earlier, cleaned.
     @_noLocks public mutating func process(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
@@ -201,6 +213,14 @@ public struct NoiseSuppressor: ~Copyable {
     }
 
     @inline(__always) mutating func processFrame(stereo: Bool) {
+        // The frames of the echo canceller's own filling after a reset pass unseen: those zeros are
+        // not the stream's, and would be learned as its noise floor and its level features' start.
+        if fillingFrames > 0 {
+            fillingFrames &-= 1
+            bank.passThrough(stereo: stereo)
+            bank.advance(stereo: stereo)
+            return
+        }
         // Switched off and faded out: no analysis at all, so an unused suppressor costs only the
         // delay line. Its statistics pick up again where they were when it is switched back on.
         let analyzed = !(mix == 0 && !enabled)
