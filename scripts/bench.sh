@@ -46,6 +46,8 @@ add "hear_mono: EQ(HP)+comp+limiter"        "$PLUGIN hear_mono ns.enable=0"
 add "hear_mono: EQ(6)+comp+limiter"         "$PLUGIN hear_mono ns.enable=0 $EQ_ALL"
 add "hear_mono: full chain, defaults"       "$PLUGIN hear_mono"
 add "hear_mono: full chain, decay to silence" "-i .build/decay.f32 $PLUGIN hear_mono"
+# The microphone chain with a speaker chain beside it (hear-host bench -e): its echo canceller cancels.
+add "hear_mono: full chain, cancelling echo"  "-e hear_stereo $PLUGIN hear_mono chain=1"
 add "hear_stereo: full chain, defaults"     "$PLUGIN hear_stereo"
 add "hear_stereo: EQ(6)+comp+limiter"       "$PLUGIN hear_stereo ns.enable=0 $EQ_ALL"
 # A hearing profile (issue #6): the six-band stage with a moderate sloping NAL-R fit on both ears,

@@ -244,6 +244,16 @@ enum Output {
                 ] + others.map { $0.spec.unit.text(readings[$0]) })
             }
             text += "\n\nlevels and noise floor in dBFS, gain reduction (GR) in dB\n" + table(meters)
+            // Where a microphone chain's echo canceller stands: it has a reference only while a
+            // speaker chain plays in the same PipeWire process.
+            for (pid, status) in running where status.chain == ChainName.mic {
+                let readings = status.meters
+                let state = readings[.echoReturnLossEnhancement].map { erle in
+                    "cancelling what the speaker chain plays: ERLE \(decibels(erle)) dB"
+                        + (readings[.echoDelay].map { String(format: ", echo delay %.1f ms", $0) } ?? "")
+                } ?? "idle: nothing from a speaker chain in this PipeWire yet (hearctl enable mic --echo-cancel)"
+                text += "\n" + fit("echo canceller of \(status.chainName) \(pid):\(status.id): \(state)")
+            }
         }
         for (pid, status) in statuses where status.faults > 0 {
             text += "\n" + fit("chain \(status.chain) (\(status.chainName)) \(pid):\(status.id): \(status.faults) chunk(s) silenced")

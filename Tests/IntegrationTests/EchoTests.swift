@@ -71,6 +71,8 @@ struct EchoTests {
         try waitFor("the speaker chain", timeout: 10) { (try? session.hearctl("status", "--chain", "speaker")) != nil }
         Thread.sleep(forTimeInterval: 29)
         let steady = try Self.echoMeters(session)
+        let status = try session.hearctl("status", "--chain", "mic")
+        #expect(status.contains("echo canceller of mic") && status.contains("cancelling what the speaker chain plays"), "\(status)")
         try session.processes.run("pw-metadata", ["-n", "settings", "0", "clock.force-quantum", "256"])
         #expect(player.wait(timeout: 45), "pw-play did not finish")
         let changed = try Self.echoMeters(session)
@@ -85,10 +87,12 @@ struct EchoTests {
             let energy = { (x: ArraySlice<Float>) in x.reduce(0.0) { $0 + Double($1) * Double($1) } }
             return 10 * log10(energy(a) / max(energy(b), 1e-20))
         }
-        // The quantum changes about 29.5 s in; from 2 s after it, the canceller has adapted to the new delays.
-        let whole = erle(from: 2, to: 58), before = erle(from: 2, to: 28), after = erle(from: 32, to: 58)
+        // speexdsp's filter converges over the first seconds of far-end speech (faster on a quiet
+        // machine: 26 dB over 2-28 s alone, 12-16 dB while `make eval` ran beside it); from 10 s on
+        // it has. The quantum changes about 29.5 s in; from 2 s after it, it has adapted to the new delays.
+        let whole = erle(from: 10, to: 58), before = erle(from: 10, to: 28), after = erle(from: 32, to: 58)
         print("ERLE per second:", stride(from: 0.0, to: 58, by: 1).map { Int(erle(from: $0, to: $0 + 1).rounded()) })
-        print("ERLE in PipeWire: \(whole) dB over 2-58 s (\(before) at quantum 1024, \(after) from 2 s after the change to 256); meters: \(steady), \(changed)")
+        print("ERLE in PipeWire: \(whole) dB over 10-58 s (\(before) at quantum 1024, \(after) from 2 s after the change to 256); meters: \(steady), \(changed)")
         #expect(whole >= 15 && before >= 15 && after >= 15, "ERLE \(whole) dB, \(before) dB before and \(after) dB after the quantum change")
         #expect(steady.realignments == 0, "realignments at a fixed quantum: \(String(describing: steady.realignments))")
         #expect((changed.realignments ?? 99) <= 1, "realignments across the quantum change: \(String(describing: changed.realignments))")

@@ -422,7 +422,7 @@ def main():
         blocks.append(block)
     report = "\n\n".join(blocks)
     if timed:
-        report += f"\n\nhear reports latency {hear.reported_latency()} samples at 48 kHz (noise suppressor + limiter look-ahead)."
+        report += f"\n\nhear reports latency {hear.reported_latency()} samples at 48 kHz (echo canceller, noise suppressor, limiter look-ahead)."
         report += ("\nCPU, 48 kHz mono, interleaved rounds (median of 5): hear's full chain at its defaults (denoise, EQ, "
                    "compressor, gain, limiter; hear-host bench, 256-sample blocks unless named) against RNNoise (librnnoise.so "
                    f"from the pyrnnoise wheel, {rnnoise_ns:.1f} ns/sample):")
