@@ -140,7 +140,6 @@ public struct EchoCanceller: ~Copyable {
     /// The stage's delay in samples, on or off: a frame gathered, and the frame speexdsp's suppressor holds.
     public var latency: Int { 2 &* frameLength }
 
-
     @_noLocks mutating func set(_ values: ParameterValues) {
         enabled = values[.aecEnable] != 0
         suppress = values[.aecSuppress] != 0
@@ -322,7 +321,7 @@ public struct EchoCanceller: ~Copyable {
 }
 
 /// speexdsp's per-frame calls. They make no allocation and take no lock after the states are made
-/// (EchoCancellerTests count allocations around them), but the compiler's performance checker
+/// (EchoReferenceTests count allocations on the plugin's run path while it cancels), but the compiler's performance checker
 /// cannot see into C; this is the one place that vouches for them.
 enum Speex {
     @inline(__always) static func cancel(_ state: OpaquePointer?, _ microphone: UnsafePointer<Int16>,

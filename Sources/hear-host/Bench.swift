@@ -149,6 +149,7 @@ func runBench(_ arguments: [String]) -> Never {
         }
     }
     guard rest.count >= 2 else { benchUsage() }
+    if speakerInputPath != nil && speakerLabel == nil { fail("-E gives the -e instance its input: it needs -e label") }
     let pluginPath = rest.removeFirst(), label = rest.removeFirst()
 
     let found: UnsafePointer<LADSPA_Descriptor>

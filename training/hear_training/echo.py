@@ -19,9 +19,11 @@ speaker chain's output as it would in PipeWire. Scored:
 """
 
 import argparse
+import atexit
 import ctypes
 import glob
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -63,6 +65,7 @@ class Host:
     def __init__(self, plugin, host):
         self.plugin, self.host = plugin, host
         self.tmp = tempfile.mkdtemp(prefix="hear-echo-")
+        atexit.register(shutil.rmtree, self.tmp, ignore_errors=True)
 
     def run(self, x, rate, label, controls, far=None, align=True):
         """`x` through `label` (its output aligned with its input unless not `align`), `far` through a
