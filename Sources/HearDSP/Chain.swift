@@ -68,8 +68,7 @@ public struct Chain: ~Copyable {
         limiter = Limiter(sampleRate: rate, channels: self.channels, values: values)
         outputGain = Glide(1, timeConstant: 0.01, stepsPerSecond: rate, tolerance: 1e-7)
         wetMix = Glide(1, timeConstant: 0.005, stepsPerSecond: rate, tolerance: 1e-5)
-        latency = held(echoCanceller.latency) + held(noiseSuppressor.latency) + held(limiter.lookahead)
-        noiseSuppressor.skipFilling(echoCanceller.latency)
+        latency = held(noiseSuppressor.latency) + held(limiter.lookahead)
         var arena = Arena()
         dryDelayLeft = arena.buffer(latency, 0)
         dryDelayRight = arena.buffer(latency, 0)
@@ -115,7 +114,6 @@ public struct Chain: ~Copyable {
     @_noLocks public mutating func reset() {
         echoCanceller.reset()
         noiseSuppressor.reset()
-        noiseSuppressor.skipFilling(echoCanceller.latency)
         equalizer.reset()
         multiband.reset()
         compressor.reset()
@@ -208,8 +206,7 @@ public struct Chain: ~Copyable {
                                                          reference: UnsafePointer<Float>?, count: Int) {
         let count = held(count)
         measure(left, right, count: count, peak: .inputPeak, squares: .inputRMS)
-        echoCanceller.process(left, right, reference: reference, count: count)
-        noiseSuppressor.process(left, right, count: count)
+        noiseSuppressor.process(left, right, count: count, cancelling: &echoCanceller, reference: reference)
         equalizer.process(left, right, count: count)
         multiband.process(left, right, count: count)
         compressor.process(left, right, count: count)

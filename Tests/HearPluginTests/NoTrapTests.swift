@@ -130,7 +130,7 @@ func demangled(_ names: [String]) -> [String: String] {
     /// response about once a second).
     static let allowedExternal: Set<String> = [
         "memcpy", "memmove", "memset", "__stack_chk_fail",
-        "speex_echo_cancellation", "speex_preprocess_run", "speex_echo_state_reset", "speex_echo_ctl",
+        "speex_echo_cancellation", "speex_echo_state_reset", "speex_echo_ctl",
         "sin", "cos", "tan", "exp", "exp2", "log", "log2", "log10", "pow", "sqrt", "trunc", "floor", "ceil",
         "sinf", "cosf", "expf", "exp2f", "logf", "log2f", "log10f", "powf", "sqrtf", "truncf", "floorf", "ceilf",
     ]

@@ -1,5 +1,4 @@
 #ifndef HEAR_CSPEEXDSP_SHIM_H
 #define HEAR_CSPEEXDSP_SHIM_H
 #include <speex/speex_echo.h>
-#include <speex/speex_preprocess.h>
 #endif

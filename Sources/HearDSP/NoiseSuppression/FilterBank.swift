@@ -59,6 +59,9 @@ struct FilterBank: ~Copyable {
     let spectrumImaginary: UnsafeMutablePointer<Float>
     /// Every bin's power in the last frame (in stereo the channels' mean).
     let binPower: UnsafeMutablePointer<Float>
+    /// What the echo canceller took out of the input, framed as the input is (`inputCapacity`):
+    /// the residual-echo suppressor transforms it (`analyzeRemoved`).
+    let removed: UnsafeMutablePointer<Float>
     /// Converts a sum of bin powers (one-sided, doubled) into mean power per sample.
     let powerNormalization: Float
 
@@ -103,10 +106,12 @@ struct FilterBank: ~Copyable {
         spectrumReal = arena.floats(2 * bins)
         spectrumImaginary = arena.floats(2 * bins)
         binPower = arena.floats(bins)
+        removed = arena.floats(inputCapacity)
     }
 
     mutating func reset() {
         input.fill(0, count: 2 * inputCapacity)
+        removed.fill(0, count: inputCapacity)
         inputStart = 0
         accumulator.fill(0, count: 4 * hop)
         ready.fill(0, count: 2 * hop)
@@ -146,6 +151,26 @@ struct FilterBank: ~Copyable {
     /// The last 2M input samples of the frame being processed, in channel `channel` (0 or 1).
     @inline(__always) func frameTail(channel: Int) -> UnsafeMutablePointer<Float> {
         input(channel: channel) + (inputStart + frameLength - 2 * hop)
+    }
+
+    /// The newest hop of channel `channel`'s input (M samples): complete once `exchange` says so,
+    /// not yet analysed; the echo canceller works on it there.
+    @inline(__always) func newestHop(channel: Int) -> UnsafeMutablePointer<Float> {
+        input(channel: channel) + (inputStart + frameLength - hop)
+    }
+
+    /// Where what the echo canceller took out of the newest hop goes (M samples).
+    @inline(__always) func newestRemoved() -> UnsafeMutablePointer<Float> { removed + (inputStart + frameLength - hop) }
+
+    /// The power per bin of what the echo canceller took out over this frame, into `power`, as
+    /// `analyze` measures the input's; `real` and `imaginary` (bins each) are the caller's scratch.
+    @inline(__always) func analyzeRemoved(into power: UnsafeMutablePointer<Float>, real: UnsafeMutablePointer<Float>,
+                                          imaginary: UnsafeMutablePointer<Float>) {
+        let n = frameLength
+        let samples = removed + inputStart
+        for i in 0..<n { frame[i] = samples[i] * analysisWindow[i] }
+        fft.forward(frame, real: real, imaginary: imaginary)
+        for k in 0..<bins { power[k] = real[k] * real[k] + imaginary[k] * imaginary[k] }
     }
 
     /// After a frame: the hop's last output sample, into the chunk's last place.
@@ -232,6 +257,7 @@ struct FilterBank: ~Copyable {
                 UnsafeMutableRawPointer(channel).copyMemory(from: channel + (inputStart + m), byteCount: max(0, (n - m) * MemoryLayout<Float>.stride))
                 c += 1
             }
+            UnsafeMutableRawPointer(removed).copyMemory(from: removed + (inputStart + m), byteCount: max(0, (n - m) * MemoryLayout<Float>.stride))
             inputStart = 0
         }
     }

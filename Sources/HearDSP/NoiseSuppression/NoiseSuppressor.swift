@@ -12,6 +12,10 @@
 //                     and the blend of its gains with the rule's
 //   GainModel         the model itself (a GRU)
 //   KeyClickLimit     in learned mode, while somebody types: a bin's power rises 3 dB a frame at most
+//   ResidualEcho      with aec.suppress: what the echo canceller left of the echo
+// The echo canceller (EchoCanceller.swift) runs inside this framing: each hop, once complete and
+// before it is analysed, goes through it in place (`process(_:_:count:cancelling:reference:)`),
+// so cancelling echo adds no delay.
 // Every frame (a hop of M samples) is analysed, its statistics and gains are updated from its own
 // power, and the mask it applies was computed from the frame itself: a key click meets its own
 // gain, not the one of the frame before. In stereo one mask comes from both channels' mean power
@@ -50,6 +54,7 @@ public struct NoiseSuppressor: ~Copyable {
     package var activity: SpeechActivity
     var learnedGains: LearnedGains
     package var clickLimit: KeyClickLimit
+    var residualEcho: ResidualEcho
     let arena: Arena
     /// Bytes of the arena, and whether they are one allocation (everyPartLivesInTheOneArena).
     package var arenaBytes: Int { arena.used }
@@ -84,8 +89,6 @@ public struct NoiseSuppressor: ~Copyable {
     var strength: Glide
     var mix: Float { Float(strength.value) }
 
-    /// Whole frames still to pass unanalysed (`skipFilling`).
-    var fillingFrames = 0
     /// Mean speech presence probability over the speech band, 0...1 (smoothed over ~50 ms); 0 while
     /// the gate is shut.
     public private(set) var speechProbability: Float = 0
@@ -130,6 +133,7 @@ public struct NoiseSuppressor: ~Copyable {
                                         powerNormalization: bank.powerNormalization,
                                         stats: stats, arena: &arena)
         let clickLimit = KeyClickLimit(sampleRate: sampleRate, hop: m, frameLength: n, arena: &arena)
+        let residualEcho = ResidualEcho(bins: bins, frameSeconds: frameSeconds, arena: &arena)
         appliedGain = arena.floats(bins, 1)
         self.sampleRate = sampleRate
         self.channels = min(max(channels, 1), 2)
@@ -144,6 +148,7 @@ public struct NoiseSuppressor: ~Copyable {
         self.activity = activity
         self.learnedGains = learnedGains
         self.clickLimit = clickLimit
+        self.residualEcho = residualEcho
         self.arena = arena
         floorGain = Self.floorGain(values)
         set(values)
@@ -176,20 +181,11 @@ public struct NoiseSuppressor: ~Copyable {
         activity.reset()
         learnedGains.reset()
         clickLimit.reset()
+        residualEcho.reset()
         appliedGain.fill(1, count: bins)
         strength.jump(to: strength.target)
         speechProbability = 0
         learnedShare.jump(to: learnedShare.target)
-    }
-
-    /// The first `samples` after now are the zeros a stage before this one (the echo canceller)
-    /// hands out while it fills: the whole frames among them are not analysed. Set after init and
-    /// after every reset.
-    @_noLocks public mutating func skipFilling(_ samples: Int) {
-        var rest = held(samples), frames = 0
-        let m = max(hop, 1)
-        while rest >= m { rest &-= m; frames &+= 1 }
-        fillingFrames = frames
     }
 
     /// Processes `count` samples in place; `right` is used only in stereo. Output is the input
@@ -203,7 +199,7 @@ public struct NoiseSuppressor: ~Copyable {
         while remaining > 0 {
             let (chunk, completes) = bank.exchange(left, right, stereo: stereo, count: remaining)
             if completes {
-                processFrame(stereo: stereo)
+                processFrame(stereo: stereo, echoRemoved: false)
                 bank.finishHop(left, right, stereo: stereo, last: chunk - 1)
             }
             left += chunk
@@ -212,28 +208,48 @@ public struct NoiseSuppressor: ~Copyable {
         }
     }
 
-    @inline(__always) mutating func processFrame(stereo: Bool) {
-        // The frames of the echo canceller's own filling after a reset pass unseen: those zeros are
-        // not the stream's, and would be learned as its noise floor and its level features' start.
-        if fillingFrames > 0 {
-            fillingFrames &-= 1
-            bank.passThrough(stereo: stereo)
-            bank.advance(stereo: stereo)
-            return
+    /// As `process`, with `echo` cancelling each hop before it is analysed; `reference` (mono,
+    /// `count` samples, nil when there is none) is what the speakers played meanwhile.
+    @_noLocks public mutating func process(_ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>?,
+                                           count: Int, cancelling echo: inout EchoCanceller,
+                                           reference: UnsafePointer<Float>?) {
+        let stereo = channels == 2 && right != nil
+        var left = left, right = right, reference = reference, remaining = held(count)
+        while remaining > 0 {
+            let position = bank.fill
+            let (chunk, completes) = bank.exchange(left, right, stereo: stereo, count: remaining)
+            echo.gather(reference, at: position, count: chunk)
+            if completes {
+                let removed = bank.newestRemoved()
+                let cancelled = echo.cancel(bank.newestHop(channel: 0), stereo ? bank.newestHop(channel: 1) : nil,
+                                            removed: removed)
+                if !cancelled { removed.fill(0, count: hop) }
+                processFrame(stereo: stereo, echoRemoved: cancelled && echo.suppress)
+                bank.finishHop(left, right, stereo: stereo, last: chunk - 1)
+            }
+            left += chunk
+            right = right.map { $0 + chunk }
+            reference = reference.map { $0 + chunk }
+            remaining = held(remaining - chunk)
         }
+    }
+
+    /// One hop's frame; `echoRemoved`: the echo canceller took echo out of it and its residual goes too.
+    @inline(__always) mutating func processFrame(stereo: Bool, echoRemoved: Bool) {
         // Switched off and faded out: no analysis at all, so an unused suppressor costs only the
         // delay line. Its statistics pick up again where they were when it is switched back on.
-        let analyzed = !(mix == 0 && !enabled)
-        if analyzed {
+        let masked = !(mix == 0 && !enabled)
+        if masked || echoRemoved {
             bank.analyze(stereo: stereo)
+        }
+        if masked {
             estimate.track(bank.binPower)
             // The unscaled estimate: ns.sensitivity shapes the gains, not whether somebody speaks.
             activity.update(power: estimate.power, noise: estimate.noise)
             strength.step()
         }
         if mix == 0 {
-            bank.passThrough(stereo: stereo)
-            if analyzed {
+            if masked {
                 appliedGain.fill(1, count: bins)
                 spectralGain.pass(power: estimate.power)
             }
@@ -247,9 +263,31 @@ public struct NoiseSuppressor: ~Copyable {
             if case .mask(let supplied) = suppliedGains {
                 for k in 0..<bins { appliedGain[k] = supplied[k] }
             }
+        }
+        if echoRemoved {
+            if mix == 0 { appliedGain.fill(1, count: bins) }
+            suppressResidualEcho(stereo: stereo)
+            bank.synthesize(gains: appliedGain, stereo: stereo)
+        } else if mix == 0 {
+            bank.passThrough(stereo: stereo)
+        } else {
             bank.synthesize(gains: appliedGain, stereo: stereo)
         }
         bank.advance(stereo: stereo)
+    }
+
+    /// The residual echo's gains into the mask, from what the canceller took out over this frame.
+    @inline(__always) mutating func suppressResidualEcho(stereo: Bool) {
+        bank.analyzeRemoved(into: residualEcho.removedPower, real: residualEcho.real, imaginary: residualEcho.imaginary)
+        // The hop's energies in time: the newest hop of the output, and of what was removed.
+        let m = hop, hopStart = bank.newestHop(channel: 0), removed = bank.newestRemoved()
+        var output: Float = 0, echo: Float = 0
+        for j in 0..<m {
+            output += hopStart[j] * hopStart[j]
+            echo += removed[j] * removed[j]
+        }
+        residualEcho.update(output: bank.binPower, removedEnergy: echo, outputEnergy: output)
+        residualEcho.apply(to: appliedGain, output: bank.binPower)
     }
 
     /// The classical mask: the rule's gains, pulled to the floor as the gate closes, applied by `mix`.
