@@ -326,6 +326,17 @@ public struct Chain: ~Copyable {
         meters.record(squares, Double((s0 + s1) + (s2 + s3)))
     }
 
+    /// The echo canceller's filter length now (samples), and the one aec.filter asks for: where
+    /// they differ, new filters are due, made off the audio thread for `installEchoFilters`.
+    public var echoFilterLength: Int { echoCanceller.filterLength }
+    public var wantedEchoFilterLength: Int { echoCanceller.wantedFilterLength }
+
+    /// Swaps in echo filters made off the audio thread; `filters` then holds the old ones (to be
+    /// freed off it). False, and nothing swapped, when they were made for another rate or channels.
+    @_noLocks public mutating func installEchoFilters(_ filters: inout EchoFilters) -> Bool {
+        echoCanceller.install(&filters)
+    }
+
     /// Counts one realignment of the echo canceller's reference (the plugin's tap reader finds them).
     @_noLocks public mutating func recordReferenceRealignment() {
         meters.record(.referenceRealignments, 1)

@@ -11,6 +11,10 @@
 // leaves, the residual echo, the suppressor takes out with the rest of its mask where
 // aec.suppress is on (ResidualEcho.swift), from the echo estimate this stage hands it with each hop.
 //
+// The filter's length (aec.filter) is fixed in speexdsp's state: a new length needs new states,
+// which are made off the audio thread (EchoFilters), handed to `install`, and the old ones freed
+// off it again (the plugin's control server does both; see HearPlugin/Instance.swift).
+//
 // Every speexdsp state is made at init; after that no speexdsp call allocates or locks
 // (EchoReferenceTests count allocations on the plugin's run path). speexdsp takes 16-bit samples:
 // a full-scale float maps to 32767, and anything beyond is held there (a microphone's samples
@@ -18,17 +22,57 @@
 
 import CSpeexDSP
 
+/// speexdsp's cancellers for one chain (one per channel) and the filter length they were made
+/// with. Made and destroyed off the audio thread; the audio thread only moves them (`install`).
+public struct EchoFilters: ~Copyable {
+    let left: OpaquePointer?, right: OpaquePointer?
+    /// Samples per frame, channels and filter length (samples, whole frames) they were made for.
+    public let frameLength: Int
+    public let channels: Int
+    public let length: Int
+
+    /// The filter length (samples) that `milliseconds` of echo path makes at `sampleRate`: whole
+    /// frames, at least one, within aec.filter's range.
+    public static func length(sampleRate: Double, milliseconds: Double) -> Int {
+        let frame = EchoCanceller.frameLength(sampleRate: sampleRate)
+        let seconds = min(max(milliseconds, 125), 500) / 1000
+        // The rate is at most 768 kHz: no product here comes near overflowing.
+        return max(1, truncatedInt(seconds * sampleRate / Double(frame) + 0.999)) &* frame
+    }
+
+    public init(sampleRate: Double, channels: Int, length: Int) {
+        let frame = EchoCanceller.frameLength(sampleRate: sampleRate)
+        frameLength = frame
+        self.channels = min(max(channels, 1), 2)
+        self.length = max(1, truncatedInt(Double(length) / Double(frame))) &* frame
+        var rate = Int32(truncatingIfNeeded: truncatedInt(sampleRate + 0.5))
+        let frame32 = Int32(truncatingIfNeeded: frame), filter32 = Int32(truncatingIfNeeded: self.length)
+        func canceller() -> OpaquePointer? {
+            guard let state = speex_echo_state_init(frame32, filter32) else { return nil }
+            speex_echo_ctl(state, SPEEX_ECHO_SET_SAMPLING_RATE, &rate)
+            return state
+        }
+        left = canceller()
+        right = self.channels == 2 ? canceller() : nil
+    }
+
+    deinit {
+        if let left { speex_echo_state_destroy(left) }
+        if let right { speex_echo_state_destroy(right) }
+    }
+}
+
 public struct EchoCanceller: ~Copyable {
     /// Samples per speexdsp frame: the noise suppressor's hop.
     public let frameLength: Int
-    /// The adaptive filter's length in samples: a whole number of frames covering `filterSeconds`.
-    public let filterLength: Int
-    /// How much room response the filter covers (s): a living room's reverberation and the
-    /// desktop's output and input buffers (a few quanta) together stay within it.
-    public static let filterSeconds = 0.25
+    /// The adaptive filter's length in samples (whole frames), as aec.filter asked when its states were made.
+    public var filterLength: Int { filters.length }
+    /// The filter length aec.filter asks for now; when it differs from `filterLength`, new states
+    /// are due (`install`).
+    public private(set) var wantedFilterLength: Int
     let channels: Int
-    /// speexdsp's cancellers, one per channel (the right's only in stereo).
-    let echoLeft: OpaquePointer?, echoRight: OpaquePointer?
+    /// speexdsp's cancellers.
+    var filters: EchoFilters
     let arena: Arena
     /// The reference gathered for the hop being filled, and the hop as it came (both channels,
     /// left first) for the crossfade and the echo estimate.
@@ -75,41 +119,44 @@ public struct EchoCanceller: ~Copyable {
     public init(sampleRate: Double, channels: Int, values: ParameterValues) {
         let frame = Self.frameLength(sampleRate: sampleRate)
         frameLength = frame
-        // Whole frames (the rate is at most 768 kHz: no product here comes near overflowing).
-        let frames = max(1, truncatedInt(Self.filterSeconds * sampleRate / Double(frame) + 0.999))
-        filterLength = frames &* frame
         self.channels = min(max(channels, 1), 2)
-        var rate = Int32(truncatingIfNeeded: truncatedInt(sampleRate + 0.5))
-        let frame32 = Int32(truncatingIfNeeded: frame), filter32 = Int32(truncatingIfNeeded: frames &* frame)
-        func canceller() -> OpaquePointer? {
-            guard let state = speex_echo_state_init(frame32, filter32) else { return nil }
-            speex_echo_ctl(state, SPEEX_ECHO_SET_SAMPLING_RATE, &rate)
-            return state
-        }
-        echoLeft = canceller()
-        echoRight = self.channels == 2 ? canceller() : nil
+        let length = EchoFilters.length(sampleRate: sampleRate, milliseconds: Double(values[.aecFilter]))
+        filters = EchoFilters(sampleRate: sampleRate, channels: self.channels, length: length)
+        wantedFilterLength = length
+        self.sampleRate = sampleRate
         var arena = Arena()
         reference = arena.buffer(frame, 0)
         dry = arena.buffer(2 &* frame, 0)
         micro = arena.buffer(frame, 0)
         speaker = arena.buffer(frame, 0)
         result = arena.buffer(frame, 0)
-        impulse = arena.buffer(frames &* frame, 0)
+        // For the longest filter aec.filter allows, so that any installed later fits.
+        impulse = arena.buffer(EchoFilters.length(sampleRate: sampleRate, milliseconds: 500), 0)
         delayEvery = max(1, truncatedInt(sampleRate / Double(frame)))
-        self.sampleRate = sampleRate
         self.arena = arena
         powerRate = Float(1 - LibM.exp(-Double(frame) / (0.5 * sampleRate)))
         set(values)
     }
 
-    deinit {
-        if let echoLeft { speex_echo_state_destroy(echoLeft) }
-        if let echoRight { speex_echo_state_destroy(echoRight) }
-    }
-
     @_noLocks mutating func set(_ values: ParameterValues) {
         enabled = values[.aecEnable] != 0
         suppress = values[.aecSuppress] != 0
+        wantedFilterLength = EchoFilters.length(sampleRate: sampleRate, milliseconds: Double(values[.aecFilter]))
+    }
+
+    /// Takes `replacement`'s states, made for this canceller's rate, channels and frame (else it
+    /// is left as it is), and hands back the ones it had, to be freed off the audio thread. The
+    /// new filter starts afresh: what the old one learned does not fit it.
+    @_noLocks public mutating func install(_ replacement: inout EchoFilters) -> Bool {
+        guard replacement.frameLength == frameLength, replacement.channels == channels,
+              replacement.length <= impulse.count else { return false }
+        swap(&filters, &replacement)
+        microphonePower = 0
+        residualPower = 0
+        enhancementDB = .nan
+        echoDelayMilliseconds = .nan
+        framesSinceDelay = 0
+        return true
     }
 
     /// Back to silence, as after activation: the filters and what they learned.
@@ -124,8 +171,8 @@ public struct EchoCanceller: ~Copyable {
         enhancementDB = .nan
         echoDelayMilliseconds = .nan
         framesSinceDelay = 0
-        Speex.reset(echoLeft)
-        Speex.reset(echoRight)
+        Speex.reset(filters.left)
+        Speex.reset(filters.right)
     }
 
     /// Takes the reference (mono, what the speakers played; nil when there is none) for `count`
@@ -149,7 +196,7 @@ public struct EchoCanceller: ~Copyable {
         let frame = frameLength, hadReference = referenceInFrame
         referenceInFrame = false
         // Switched off or left without a reference while applied: one more hop to fade out.
-        guard echoLeft != nil && (enabled && hadReference || appliedLast) else {
+        guard filters.left != nil && (enabled && hadReference || appliedLast) else {
             enhancementDB = .nan
             appliedLast = false
             return false
@@ -167,7 +214,7 @@ public struct EchoCanceller: ~Copyable {
         let stereo = channels == 2 && right != nil
         for channel in upTo(stereo ? 2 : 1) {
             let samples = channel == 0 ? left : (right ?? left)
-            let (before, after) = cancelChannel(samples, dry: dry + channel &* frame, echo: channel == 0 ? echoLeft : echoRight,
+            let (before, after) = cancelChannel(samples, dry: dry + channel &* frame, echo: channel == 0 ? filters.left : filters.right,
                                                 apply: apply)
             microphone += before
             residual += after
@@ -195,9 +242,9 @@ public struct EchoCanceller: ~Copyable {
 
     /// The delay of the filter's largest tap.
     @inline(__always) mutating func readDelay() {
-        Speex.impulseResponse(echoLeft, impulse.base)
+        Speex.impulseResponse(filters.left, impulse.base)
         var largest: Int32 = 0, at = -1
-        for k in upTo(impulse.count) {
+        for k in upTo(min(filterLength, impulse.count)) {
             let tap = impulse[k]
             let magnitude = tap < 0 ? ~tap : tap  // |tap| - 1 below zero: no overflow at Int32.min
             if magnitude > largest { largest = magnitude; at = k }

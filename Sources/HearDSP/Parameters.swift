@@ -89,6 +89,7 @@ public enum Parameter: Int, CaseIterable, Sendable {
     // The echo canceller, last so that the older ports keep their places.
     case aecEnable
     case aecSuppress
+    case aecFilter
 
     // Ranges are chosen so that each default is one of the points a LADSPA range hint can express
     // (minimum, low, middle, high, maximum, 0, 1): bare LADSPA hosts then start at our defaults.
@@ -220,6 +221,11 @@ public enum Parameter: Int, CaseIterable, Sendable {
             // ERLE and takes the near end's double talk from 17-21 dB above the echo left to 10-13 dB.
             return .init(key: "aec.suppress", minimum: 0, maximum: 1, defaultValue: 0, unit: "", scale: .toggle,
                          help: "Residual echo suppression after the echo canceller on/off")
+        case .aecFilter:
+            // 250 ms covers a living room's reverberation and a few quanta of the desktop's
+            // buffers; the filter is rebuilt off the audio thread when it changes (EchoFilters).
+            return .init(key: "aec.filter", minimum: 125, maximum: 500, defaultValue: 250, unit: "ms", scale: .logarithmic,
+                         help: "How long an echo path the echo canceller learns; a change starts it afresh")
         default:
             return bandSpec
         }
@@ -283,7 +289,7 @@ public enum Parameter: Int, CaseIterable, Sendable {
     public var key: String { spec.key }
 
     /// How many parameters there are (`allCases` allocates; this does not).
-    public static var count: Int { aecSuppress.rawValue + 1 }
+    public static var count: Int { aecFilter.rawValue + 1 }
 
     /// The parameter with this schema key, if any.
     public init?(key: String) {

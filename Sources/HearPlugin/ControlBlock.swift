@@ -7,8 +7,13 @@
 // Applied values (audio -> server): what the chain runs with, ports and socket writes merged.
 // Meters (audio -> server): the server raises `meterRequest`; at the end of its next block the
 // audio thread stores the window it accumulated since its last answer (`meters`, by Meter.rawValue,
-// and its sample count), then sets `meterAnswer` to that request. Every field has a single writer,
-// so plain loads and stores suffice.
+// and its sample count), then sets `meterAnswer` to that request.
+// Echo filters (server <-> audio): speexdsp's states for a new aec.filter are made here, off the
+// audio thread, as an `EchoFilters` box whose address goes into `pendingEchoFilters`; the audio
+// thread swaps them in at the start of a block and puts the box, now holding the old states, into
+// `retiredEchoFilters`, which the server frees (openMHA's habit: configuration made and freed off
+// the audio thread, handed over lock-free). Each slot goes from 0 to a box on one side only and
+// back to 0 on the other; every other field has a single writer, so plain loads and stores suffice.
 
 import HearDSP
 import Synchronization
@@ -37,7 +42,21 @@ struct ControlBlock: ~Copyable {
     /// Chunks the chain silenced after producing a non-finite sample itself (Chain.internalFaults).
     let faults = Atomic<UInt64>(0)
 
-    init(values: ParameterValues) {
+    /// `EchoFilters` boxes in hand-over (addresses; 0: none), and the filter lengths (samples) the
+    /// chain asks for and runs with.
+    let pendingEchoFilters = Atomic<Int>(0)
+    let retiredEchoFilters = Atomic<Int>(0)
+    let wantedEchoFilter: Atomic<Int>
+    let installedEchoFilter: Atomic<Int>
+    /// What the chain's echo filters are made for.
+    let sampleRate: Double
+    let channels: Int
+
+    init(values: ParameterValues, sampleRate: Double, channels: Int, echoFilter: Int) {
+        self.sampleRate = sampleRate
+        self.channels = channels
+        wantedEchoFilter = Atomic(echoFilter)
+        installedEchoFilter = Atomic(echoFilter)
         requested = .allocate(capacity: Parameter.count)
         stamps = .allocate(capacity: Parameter.count)
         applied = .allocate(capacity: Parameter.count)
@@ -52,6 +71,8 @@ struct ControlBlock: ~Copyable {
     }
 
     deinit {
+        Self.free(pendingEchoFilters.load(ordering: .acquiring))
+        Self.free(retiredEchoFilters.load(ordering: .acquiring))
         requested.deinitialize(count: Parameter.count)
         stamps.deinitialize(count: Parameter.count)
         applied.deinitialize(count: Parameter.count)
@@ -72,6 +93,29 @@ struct ControlBlock: ~Copyable {
             stamps[index].store(next, ordering: .releasing)
         }
         generation.store(next, ordering: .releasing)
+    }
+
+    /// Frees the echo filters the audio thread gave back, and makes new ones when the chain asks
+    /// for another length than it runs with and none are in hand-over.
+    func exchangeEchoFilters() {
+        let retired = retiredEchoFilters.load(ordering: .acquiring)
+        if retired != 0 {
+            Self.free(retired)
+            retiredEchoFilters.store(0, ordering: .releasing)
+        }
+        // `pending` first: the audio thread empties it last, after it stored the length it installed.
+        guard pendingEchoFilters.load(ordering: .acquiring) == 0 else { return }
+        let wanted = wantedEchoFilter.load(ordering: .relaxed)
+        guard wanted > 0, wanted != installedEchoFilter.load(ordering: .acquiring) else { return }
+        let box = UnsafeMutablePointer<EchoFilters>.allocate(capacity: 1)
+        box.initialize(to: EchoFilters(sampleRate: sampleRate, channels: channels, length: wanted))
+        pendingEchoFilters.store(Int(bitPattern: box), ordering: .releasing)
+    }
+
+    private static func free(_ address: Int) {
+        guard let box = UnsafeMutablePointer<EchoFilters>(bitPattern: address) else { return }
+        box.deinitialize(count: 1)
+        box.deallocate()
     }
 
     /// The value the instance runs with, or the one it will take at its next block.

@@ -1,5 +1,5 @@
 // The control server's housekeeping between requests: saved settings restored to instances whose
-// chain became known, meter windows sampled, settings saved.
+// chain became known, meter windows sampled, echo filters made and freed, settings saved.
 
 import HearControl
 import HearDSP
@@ -26,6 +26,7 @@ extension ControlServer {
                     state.entries[index].restoredChain = entry.chain
                 }
                 if sampleMeters { Self.sampleMeters(&state.entries[index], now: now) }
+                entry.control.pointee.exchangeEchoFilters()
             }
         }
         store.flush(now: now)

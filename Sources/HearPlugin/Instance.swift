@@ -41,7 +41,8 @@ struct Instance: ~Copyable {
         lastPortValues = bounds.defaults
         chain = Chain(sampleRate: sampleRate, channels: channels, values: bounds.defaults)
         control = .allocate(capacity: 1)
-        control.initialize(to: ControlBlock(values: bounds.defaults))
+        control.initialize(to: ControlBlock(values: bounds.defaults, sampleRate: chain.sampleRate, channels: chain.channels,
+                                            echoFilter: chain.echoFilterLength))
         rateHz = truncatedInt(sampleRate + 0.5)
         tapReader = TapReader(tap: ReferenceTap.shared.tap)
         reference = .allocate(capacity: Self.referencePiece)
@@ -116,12 +117,27 @@ struct Instance: ~Copyable {
         control.pointee.chain.store(number, ordering: .releasing)
     }
 
+    /// Swaps in echo filters the control server made for a new aec.filter (ControlBlock.swift), and
+    /// tells it the length the chain asks for.
+    @_noLocks mutating func takeEchoFilters() {
+        let block = control
+        block.pointee.wantedEchoFilter.store(chain.wantedEchoFilterLength, ordering: .relaxed)
+        let pending = block.pointee.pendingEchoFilters.load(ordering: .acquiring)
+        guard pending != 0, block.pointee.retiredEchoFilters.load(ordering: .acquiring) == 0,
+              let box = UnsafeMutablePointer<EchoFilters>(bitPattern: pending) else { return }
+        _ = chain.installEchoFilters(&box.pointee)
+        block.pointee.installedEchoFilter.store(chain.echoFilterLength, ordering: .releasing)
+        block.pointee.retiredEchoFilters.store(pending, ordering: .releasing)
+        block.pointee.pendingEchoFilters.store(0, ordering: .releasing)
+    }
+
     @_noLocks func writeLatency() {
         ports[layout.latency]?.pointee = Float(chain.latency)
     }
 
     @_noLocks mutating func run(frames: Int) {
         takeParameters()
+        takeEchoFilters()
         writeLatency()
         let inputs = layout.audioInputs, outputs = layout.audioOutputs
         guard let inLeft = ports[inputs.lowerBound], let outLeft = ports[outputs.lowerBound] else { return }

@@ -108,6 +108,24 @@ struct EchoCancellerTests {
         #expect(suppressed >= on + 1, "residual suppressor on: \(suppressed) dB against \(on) dB")
     }
 
+    /// aec.filter asks for a length; filters made for it (off the audio thread, in the plugin) are
+    /// swapped in, and the old ones come back to be freed; filters made for another rate are refused.
+    @Test func newFiltersAreSwappedInWhole() {
+        var chain = Chain(sampleRate: 48000, channels: 1)
+        #expect(chain.echoFilterLength == 12032 && chain.wantedEchoFilterLength == 12032)  // 94 hops of 128: 250.7 ms
+        chain.apply(values([.aecFilter: 500]))
+        #expect(chain.wantedEchoFilterLength == 24064 && chain.echoFilterLength == 12032)
+        let otherLength = EchoFilters.length(sampleRate: 44100, milliseconds: 500)
+        var wrongRate = EchoFilters(sampleRate: 44100, channels: 1, length: otherLength)
+        let refused = !chain.installEchoFilters(&wrongRate)
+        #expect(refused)
+        #expect(wrongRate.length == otherLength && chain.echoFilterLength == 12032)
+        var filters = EchoFilters(sampleRate: 48000, channels: 1, length: chain.wantedEchoFilterLength)
+        let installed = chain.installEchoFilters(&filters)
+        #expect(installed)
+        #expect(chain.echoFilterLength == 24064 && filters.length == 12032)
+    }
+
     @Test(arguments: [48000, 16000])
     func theNearEndPassesAndDoubleTalkLosesItsEcho(rate: Int) throws {
         let room = try Self.room(rate: rate)

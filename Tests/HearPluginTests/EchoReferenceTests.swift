@@ -19,11 +19,12 @@ struct EchoReferenceTests {
     /// aligned, and the allocations the microphone chain's run() calls made.
     /// `speakerLeaves`: the cycle from which the speaker chain is gone (its instance cleaned up, as
     /// filter-chain does when its sink suspends), while the microphone chain runs on.
-    /// `suppress`: the microphone chain's aec.suppress.
+    /// `suppress`: the microphone chain's aec.suppress; `filter`: its aec.filter (ms), set through
+    /// its port a second before the first cycle, for the control server to make the filter.
     func call(far: [Float], rate: Int, blocks: [Int], micFirst: Bool, micChain: Float = 1, speakerLeaves: Int? = nil,
-              suppress: Bool = false)
+              suppress: Bool = false, filter: Float? = nil, room: [Float]? = nil)
         throws -> (microphone: [Float], output: [Float], allocations: Int) {
-        let room = EchoRoom.response(rate: rate)
+        let room = room ?? EchoRoom.response(rate: rate)
         // What the speakers play, first on its own: the room needs it before the microphone chain runs.
         // (Its instance goes before the others come: the tap takes one writer, the first.)
         let played = try {
@@ -41,6 +42,14 @@ struct EchoReferenceTests {
         let mic = try PluginInstance(library.descriptor("hear_mono"), rate: rate)
         mic["chain"] = micChain
         mic["aec.suppress"] = suppress ? 1 : 0
+        if let filter {
+            // One block of silence tells the control server the length asked for; it makes the
+            // filter within its next round (0.1 s), and the first cycle below swaps it in.
+            mic["aec.filter"] = filter
+            mic.audio[0].update(repeating: 0, count: 256)
+            mic.runSilently(frames: 256)
+            Thread.sleep(forTimeInterval: 1)
+        }
         var output = [Float](repeating: 0, count: far.count)
         var allocations = 0
         var offset = 0
@@ -90,6 +99,26 @@ struct EchoReferenceTests {
         #expect(erle >= 20, "ERLE \(erle) dB")
         #expect(without < 10, "a chain that is not `mic` took \(without) dB off")
         #expect(run.allocations == 0, "the microphone chain allocated \(run.allocations) times")
+    }
+
+    /// aec.filter: an echo path beyond the default filter's 250 ms (the direct sound 300 ms after
+    /// the reference, a 0.1 s room after it) is out of its reach; at 500 ms the control server
+    /// makes the longer filter off the audio thread, the audio thread swaps it in, and it cancels.
+    @Test func aLongerFilterReachesALongerEchoPath() throws {
+        let rate = 48000
+        let far = try EchoRoom.speech(EchoRoom.farEndFiles, rate: rate, seconds: 10, levelDB: -26)
+        let blocks = [Int](repeating: 256, count: far.count / 256)
+        let room = EchoRoom.response(rate: rate, delay: 0.3, reverberation: 0.1)
+        let short = try call(far: far, rate: rate, blocks: blocks, micFirst: true, room: room)
+        let long = try call(far: far, rate: rate, blocks: blocks, micFirst: true, filter: 500, room: room)
+        let erleShort = Self.erle(short.microphone, short.output, rate: rate, from: 4, to: 10)
+        let erleLong = Self.erle(long.microphone, long.output, rate: rate, from: 4, to: 10)
+        print("echo path of 300 ms: ERLE from 4 s \(erleShort) dB with aec.filter 250, \(erleLong) dB with 500")
+        print("per second:", (0..<10).map { Int(Self.erle(long.microphone, long.output, rate: rate, from: Double($0), to: Double($0 + 1)).rounded()) })
+        #expect(erleShort < 10, "aec.filter 250 on a 300 ms path: \(erleShort) dB")
+        // A filter twice as long converges more slowly (11-16 dB a second from 3 s on).
+        #expect(erleLong >= 10 && erleLong >= erleShort + 8, "aec.filter 500 on a 300 ms path: \(erleLong) dB")
+        #expect(long.allocations == 0, "the microphone chain allocated \(long.allocations) times")
     }
 
     @Test func aQuantumChangeCostsTheCancellerLessThanTwoSeconds() throws {

@@ -60,7 +60,7 @@ struct PulseLADSPASink {
     /// The module arguments with another sink name, master and control list (for loading with pactl).
     func arguments(sinkName: String, master: String, controls: [String: Double], ports: [String]) -> String {
         let list = ports.map { port in controls[port].map { String($0) } ?? "" }.joined(separator: ",")
-        let kept = line.matches(of: /(?:^| )((?:plugin|label|channels|channel_map)=[^ ]+)/).map { String($0.1) }
+        let kept = line.matches(of: /(?:^| )((?:plugin|label|rate|channels|channel_map)=[^ ]+)/).map { String($0.1) }
         return (["sink_name=\(sinkName)", "sink_master=\(master)"] + kept + ["control=\(list)"]).joined(separator: " ")
     }
 }

@@ -9,16 +9,17 @@ final class PulseAudioSession: @unchecked Sendable {
     let processes: Processes
     var root: URL { processes.root }
 
-    init(name: String, plugin: String = Repository.plugin) throws {
+    /// `microphone`: the default source when hear.pa loads, which its microphone chain records.
+    init(name: String, plugin: String = Repository.plugin, microphone: String = "hear_test_mic.monitor") throws {
         processes = try Processes(name: name)
-        do { try start(plugin: plugin) } catch {
+        do { try start(plugin: plugin, microphone: microphone) } catch {
             let log = processes.log("pulseaudio")
             processes.stopAll()
             throw TestFailure("\(error)\npulseaudio: \(log)")
         }
     }
 
-    private func start(plugin: String) throws {
+    private func start(plugin: String, microphone: String) throws {
         let runtime = try processes.directory("run")
         processes.environment["XDG_RUNTIME_DIR"] = runtime.path
         processes.environment["HOME"] = try processes.directory("home").path
@@ -30,7 +31,7 @@ final class PulseAudioSession: @unchecked Sendable {
             load-module module-null-sink sink_name=hear_test_out channels=2 rate=48000
             load-module module-null-sink sink_name=hear_test_mic channels=1 channel_map=mono rate=48000
             set-default-sink hear_test_out
-            set-default-source hear_test_mic.monitor
+            set-default-source \(microphone)
             .include \(hear.path)
 
             """.write(to: script, atomically: true, encoding: .utf8)

@@ -11,9 +11,9 @@ speaker chain's output as it would in PipeWire. Scored:
 - the near end alone (the far end silent): PESQ-WB against the clean near-end speech, with and
   without hear's canceller (aec.enable 0);
 - double talk (both talking, 6 s on): PESQ-WB of the near end in the raw microphone, in hear's
-  output without its canceller, and with it;
+  output without its canceller, with it, and with its residual-echo suppressor too (aec.suppress);
 - speexdsp's canceller alone (ctypes, 16-bit frames as hear feeds it) for frame lengths 128, 256
-  and 512 and filters of 150, 250 and 400 ms at 48 kHz: ERLE from 2 s and the share of a core.
+  and 512 and filters of 150, 250 and 500 ms at 48 kHz: ERLE from 2 s and the share of a core.
 
     python -m hear_training.echo [--plugin .build/release/libhear.so] [--output docs/results/echo.md]
 """
@@ -101,10 +101,11 @@ def scene(host, rate):
     played = host.run(far, rate, "hear_stereo", {"chain": 2}, align=False)
     echo = fftconvolve(played, room(rate))[: len(far)]
     silent = np.zeros_like(far)
-    mic = {"on": {"chain": 1}, "off": {"chain": 1, "aec.enable": 0}}
+    mic = {"on": {"chain": 1}, "off": {"chain": 1, "aec.enable": 0}, "suppress": {"chain": 1, "aec.suppress": 1}}
     result = {}
     result["erle"] = erle(echo, host.run(echo, rate, "hear_mono", mic["on"], far=far), rate)
     result["erle_off"] = erle(echo, host.run(echo, rate, "hear_mono", mic["off"], far=far), rate)
+    result["erle_suppress"] = erle(echo, host.run(echo, rate, "hear_mono", mic["suppress"], far=far), rate)
     a = int(NEAR_FROM * rate)
     for case in ("on", "off"):
         out = host.run(near, rate, "hear_mono", mic[case], far=silent)
@@ -112,7 +113,7 @@ def scene(host, rate):
     both = near + echo
     b = int((NEAR_FROM + 2) * rate)
     result["talk_raw"] = wideband_pesq(near[b:], both[b:], rate)
-    for case in ("on", "off"):
+    for case in ("on", "off", "suppress"):
         out = host.run(both, rate, "hear_mono", mic[case], far=far)
         result[f"talk_{case}"] = wideband_pesq(near[b:], out[b:], rate)
     return result
@@ -127,7 +128,7 @@ def speex_sweep(rate=48000):
     ref = (np.clip(far, -1, 1) * 32767).astype(np.int16)
     rows = []
     for frame in (128, 256, 512):
-        for ms in (150, 250, 400):
+        for ms in (150, 250, 500):
             length = int(np.ceil(ms * rate / 1000 / frame)) * frame
             state = ctypes.c_void_p(lib.speex_echo_state_init(frame, length))
             r = ctypes.c_int(rate)
@@ -158,13 +159,15 @@ def main():
     if not FAR or not NEAR:
         raise SystemExit(f"no speech in {DATA}: apt-get install pocketsphinx-testdata")
     host = Host(args.plugin, args.host)
-    lines = ["| rate | ERLE from 2 s (dB) | without hear's canceller | near end alone, PESQ-WB | without the canceller "
-             "| double talk: raw microphone | hear without the canceller | hear with it |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| rate | ERLE from 2 s (dB) | without hear's canceller | with aec.suppress | near end alone, PESQ-WB "
+             "| without the canceller | double talk: raw microphone | hear without the canceller | hear with it "
+             "| with aec.suppress |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for rate in (48000, 16000):
         r = scene(host, rate)
-        lines.append(f"| {rate // 1000} kHz | {r['erle']:.1f} | {r['erle_off']:.1f} | {r['near_on']:.2f} | {r['near_off']:.2f} "
-                     f"| {r['talk_raw']:.2f} | {r['talk_off']:.2f} | {r['talk_on']:.2f} |")
+        lines.append(f"| {rate // 1000} kHz | {r['erle']:.1f} | {r['erle_off']:.1f} | {r['erle_suppress']:.1f} "
+                     f"| {r['near_on']:.2f} | {r['near_off']:.2f} | {r['talk_raw']:.2f} | {r['talk_off']:.2f} "
+                     f"| {r['talk_on']:.2f} | {r['talk_suppress']:.2f} |")
     lines += ["", "speexdsp's canceller alone at 48 kHz (its filter converging on the far end alone; ERLE from 2 s):", "",
               "| frame | filter | ERLE (dB) | share of a core |", "|---|---|---|---|"]
     for frame, ms, value, share in speex_sweep():
