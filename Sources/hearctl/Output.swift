@@ -248,11 +248,18 @@ enum Output {
             // speaker chain plays in the same PipeWire process.
             for (pid, status) in running where status.chain == ChainName.mic {
                 let readings = status.meters
-                let state = readings[.echoReturnLossEnhancement].map { erle in
-                    "cancelling what the speaker chain plays: ERLE \(decibels(erle)) dB"
-                        + (readings[.echoDelay].map { String(format: ", echo delay %.1f ms", $0) } ?? "")
-                } ?? "idle: nothing from a speaker chain in this PipeWire yet (hearctl enable mic --echo-cancel)"
-                text += "\n" + fit("echo canceller of \(status.chainName) \(pid):\(status.id): \(state)")
+                // 10 dB: where speexdsp's filter stands within a second of far-end speech in a room
+                // it can learn (EchoCancellerTests); below it, it is still learning, or little
+                // echo reaches the microphone (headphones) and there is little to take out.
+                let name = "echo canceller of \(status.chainName) \(pid):\(status.id): "
+                guard let erle = readings[.echoReturnLossEnhancement] else {
+                    text += "\n" + fit(name + "idle: nothing from a speaker chain in this PipeWire yet (hearctl enable mic --echo-cancel)")
+                    continue
+                }
+                text += "\n" + fit(name + "cancelling what the speaker chain plays")
+                text += "\n" + fit((erle >= 10 ? "  converged: " : "  not converged (learning, or little echo): ")
+                                   + "ERLE \(decibels(erle)) dB"
+                                   + (readings[.echoDelay].map { String(format: ", echo delay %.1f ms", $0) } ?? ""))
             }
         }
         for (pid, status) in statuses where status.faults > 0 {
