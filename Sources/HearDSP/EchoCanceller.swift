@@ -94,7 +94,7 @@ public struct EchoCanceller: ~Copyable {
     var appliedLast = false
     /// Samples since the reference last held sound: once the filter's length has passed, no echo
     /// can reach the microphone, and the hops pass as they came (speexdsp's DC notch and 16 bits
-    /// cost a lone near end 0.1-0.3 PESQ-WB), while the canceller keeps running to keep its state.
+    /// cost a lone near end 0.1-0.3 PESQ-WB) without speexdsp.
     var quietSamples = 0
     var enabled = true
     /// aec.suppress: whether the noise suppressor takes the residual echo out too.
@@ -210,6 +210,11 @@ public struct EchoCanceller: ~Copyable {
         let sounding = referencePower > Self.silentReference * Float(frame)
         quietSamples = sounding ? 0 : min(quietSamples &+ frame, 1 << 30)
         let apply = enabled && hadReference && quietSamples <= filterLength &+ frame
+        // The far end silent for longer than the filter: no echo can arrive, and the hop passes as
+        // it came. speexdsp is not called: its filter keeps what it learned, and its memory of the
+        // reference is silence whether it saw these hops or not. In a call, where each side
+        // speaks in turn, that is most of the time the far end is silent.
+        if !apply && !appliedLast { return false }
         var microphone: Float = 0, residual: Float = 0
         let stereo = channels == 2 && right != nil
         for channel in upTo(stereo ? 2 : 1) {
