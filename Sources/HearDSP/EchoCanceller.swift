@@ -32,10 +32,10 @@ public struct EchoFilters: ~Copyable {
     public let length: Int
 
     /// The filter length (samples) that `milliseconds` of echo path makes at `sampleRate`: whole
-    /// frames, at least one, within aec.filter's range.
+    /// frames, at least one (aec.filter's range is the schema's clamp).
     public static func length(sampleRate: Double, milliseconds: Double) -> Int {
         let frame = EchoCanceller.frameLength(sampleRate: sampleRate)
-        let seconds = min(max(milliseconds, 125), 500) / 1000
+        let seconds = milliseconds / 1000
         // The rate is at most 768 kHz: no product here comes near overflowing.
         return max(1, truncatedInt(seconds * sampleRate / Double(frame) + 0.999)) &* frame
     }
@@ -131,7 +131,7 @@ public struct EchoCanceller: ~Copyable {
         speaker = arena.buffer(frame, 0)
         result = arena.buffer(frame, 0)
         // For the longest filter aec.filter allows, so that any installed later fits.
-        impulse = arena.buffer(EchoFilters.length(sampleRate: sampleRate, milliseconds: 500), 0)
+        impulse = arena.buffer(EchoFilters.length(sampleRate: sampleRate, milliseconds: Double(Parameter.aecFilter.spec.maximum)), 0)
         delayEvery = max(1, truncatedInt(sampleRate / Double(frame)))
         self.arena = arena
         powerRate = Float(1 - LibM.exp(-Double(frame) / (0.5 * sampleRate)))

@@ -70,7 +70,10 @@ struct Instance: ~Copyable {
         let fromServer = readControlBlock(into: &next)
         readChainPort()
         guard fromPorts || fromServer else { return }
-        if !(next == chain.values) { chain.apply(next) }
+        if !(next == chain.values) {
+            chain.apply(next)
+            control.pointee.wantedEchoFilter.store(chain.wantedEchoFilterLength, ordering: .relaxed)
+        }
         let values = chain.values
         for index in 0..<Parameter.count { control.pointee.applied[index].store(values[index].bitPattern, ordering: .relaxed) }
         control.pointee.appliedGeneration.store(takenGeneration, ordering: .releasing)
@@ -117,11 +120,10 @@ struct Instance: ~Copyable {
         control.pointee.chain.store(number, ordering: .releasing)
     }
 
-    /// Swaps in echo filters the control server made for a new aec.filter (ControlBlock.swift), and
-    /// tells it the length the chain asks for.
+    /// Swaps in echo filters the control server made for a new aec.filter (ControlBlock.swift;
+    /// `takeParameters` tells it the length the chain asks for).
     @_noLocks mutating func takeEchoFilters() {
         let block = control
-        block.pointee.wantedEchoFilter.store(chain.wantedEchoFilterLength, ordering: .relaxed)
         let pending = block.pointee.pendingEchoFilters.load(ordering: .acquiring)
         guard pending != 0, block.pointee.retiredEchoFilters.load(ordering: .acquiring) == 0,
               let box = UnsafeMutablePointer<EchoFilters>(bitPattern: pending) else { return }

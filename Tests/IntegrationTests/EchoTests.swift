@@ -38,7 +38,11 @@ struct EchoTests {
 
     /// The microphone chain's echo meters as `hearctl status` reads them (since its last reading).
     static func echoMeters(_ session: PipeWireSession) throws -> (erle: Double?, realignments: Double?, delay: Double?) {
-        let output = try session.hearctl("status", "--chain", "mic", "--json")
+        try echoMeters(status: session.hearctl("status", "--chain", "mic", "--json"))
+    }
+
+    /// The echo meters in `hearctl status --chain mic --json`'s output.
+    static func echoMeters(status output: String) throws -> (erle: Double?, realignments: Double?, delay: Double?) {
         guard let json = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
               let instance = (json["instances"] as? [[String: Any]])?.first,
               let echo = (instance["meters"] as? [String: Any])?["echo"] as? [String: Any]

@@ -15,14 +15,8 @@ import TestSupport
 
 @Suite(.serialized, .enabled(if: EchoRoom.available, "needs pocketsphinx-testdata and sox (make deps-test)"))
 struct PulseAudioEchoTests {
-    /// The microphone chain's echo meters as `hearctl status` reads them.
     static func echoMeters(_ session: PulseAudioSession) throws -> (erle: Double?, realignments: Double?, delay: Double?) {
-        let output = try session.hearctl("status", "--chain", "mic", "--json")
-        guard let json = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
-              let instance = (json["instances"] as? [[String: Any]])?.first,
-              let echo = (instance["meters"] as? [String: Any])?["echo"] as? [String: Any]
-        else { throw TestFailure("no echo meters in \(output)") }
-        return (echo["erle"] as? Double, echo["realignments"] as? Double, echo["delay"] as? Double)
+        try EchoTests.echoMeters(status: session.hearctl("status", "--chain", "mic", "--json"))
     }
 
     @Test func theMicrophoneChainGetsTheSpeakerChainsOutputAsItsReference() throws {
