@@ -30,7 +30,9 @@ let package = Package(
                 cSettings: [.unsafeFlags(["-std=c23"])]),
         // Debian's libspeexdsp for the echo canceller (libspeexdsp-dev; libspeexdsp1 at run time).
         .systemLibrary(name: "CSpeexDSP", path: "modules/CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
-        .target(name: "HearDSP", dependencies: ["CHearModel", "CSpeexDSP"], swiftSettings: realTimeFlags),
+        // The learned model's products on AVX where the processor has it (bit-identical to the portable ones).
+        .target(name: "CHearKernels"),
+        .target(name: "HearDSP", dependencies: ["CHearModel", "CHearKernels", "CSpeexDSP"], swiftSettings: realTimeFlags),
         // The socket, file and thread layer (typed errors, EINTR retried, deadlines), shared by the
         // plugin's control server and hearctl; no Foundation, since the plugin links it.
         .target(name: "HearSystem", dependencies: ["CHearSys"]),
@@ -71,7 +73,7 @@ let package = Package(
         .executableTarget(name: "hear-host", dependencies: ["CLADSPA", "LADSPALoader", "CMallocCounter", "HearSystem"]),
         // Loading a LADSPA plugin as a host does (dlopen, its descriptors): hear-host and the tests.
         .target(name: "LADSPALoader", dependencies: ["CLADSPA"]),
-        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "HearControl", "HearctlCore", "CHearModel", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "HearDSPTests", dependencies: ["HearDSP", "HearControl", "HearctlCore", "CHearModel", "CHearKernels", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "HearPluginTests", dependencies: ["HearDSP", "HearControl", "HearctlCore", "HearSystem", "CLADSPA", "LADSPALoader", "CMallocCounter", "TestSupport"]),
         .testTarget(name: "HearSystemTests", dependencies: ["HearSystem"]),
         .testTarget(name: "HearControlTests", dependencies: ["HearControl", "HearDSP", "TestSupport"]),

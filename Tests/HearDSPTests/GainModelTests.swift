@@ -2,6 +2,7 @@
 // file matches its SHA-256, a damaged blob is refused, and the Swift inference reproduces the
 // outputs the training code computed for the same features with the same (float16) weights.
 
+import CHearKernels
 import CHearModel
 import Foundation
 import HearDSP
@@ -65,4 +66,31 @@ import TestSupport
         #expect(worst < 1e-4, "largest difference from the training code's outputs: \(worst)")
         print("GainModel: \(steps) steps, largest difference from train.py's outputs \(worst)")
     }
+
+    /// The products on AVX (CHearKernels) add what the portable SIMD8 code adds, in the same order:
+    /// the compiled model gives the same bits on both paths, step after step, so the sound does
+    /// not depend on the processor.
+    @Test(.enabled(if: hear_kernels_have_avx() != 0, "the processor has no AVX"))
+    func theAVXPathGivesThePortablePathsBits() {
+        let blob = UnsafeRawBufferPointer(start: hear_model_data(), count: hear_model_size())
+        var fast = GainModel(blob: blob), portable = GainModel(blob: blob, allowingAVX: false)
+        #expect(fast.usesAVX && !portable.usesAVX)
+        var random = SeededRandom(seed: 5)
+        var differing = 0, largest: Float = 0
+        for _ in 0..<2_000 {
+            for i in 0..<fast.inputs {
+                let x = 2.5 * random.bipolar()
+                fast.features[i] = x
+                portable.features[i] = x
+            }
+            fast.step()
+            portable.step()
+            for o in 0..<fast.outputs where fast.result[o].bitPattern != portable.result[o].bitPattern {
+                differing += 1
+                largest = max(largest, abs(fast.result[o] - portable.result[o]))
+            }
+        }
+        #expect(differing == 0, "\(differing) outputs differ, by up to \(largest)")
+    }
 }
+

@@ -9,8 +9,9 @@
 //   - every function in HearDSP's objects (the stages, their init and the shared primitives),
 //   - every function the plugin's real-time entry points (run, activate, connect_port) reach
 //     through direct calls, in the plugin's, HearDSP's, HearControl's and HearSystem's objects;
-//     what they call outside those objects must be a known C function (libm, memcpy ...), so no
-//     Swift runtime or standard-library code we cannot see into runs there.
+//     and in CHearKernels' C object (the learned model's AVX products); what they call outside those
+//     objects must be a known C function (libm, memcpy ...), so no Swift runtime or standard-library
+//     code we cannot see into runs there.
 // Calls through function pointers or witness tables are not followed; the audio path makes none
 // (@_noLocks, which the compiler checks, rejects the dynamic dispatch that would need them).
 
@@ -139,18 +140,20 @@ func demangled(_ names: [String]) -> [String: String] {
 
     /// The release objects of `target`, one per source file, as linked into libhear.so (`make` builds
     /// them): compiled without testability and no newer than the plugin.
-    static func objects(_ target: String) throws -> [String] {
+    static func objects(_ target: String, language: String = "swift") throws -> [String] {
         // The last release build's commands (SwiftPM's llbuild manifest): the objects come from the
         // command naming the module, which a build with testability would give -enable-testing.
         let manifest = try String(contentsOf: root.appendingPathComponent(".build/release.yaml"), encoding: .utf8)
-        let commands = manifest.split(separator: "\n").filter { $0.contains("args:") && $0.contains("\"-module-name\",\"\(target)\",") }
-        #expect(!commands.isEmpty, "no compile command for \(target) in .build/release.yaml")
-        #expect(!commands.contains { $0.contains("\"-enable-testing\"") },
-                "\(target) was last compiled with testability, unlike libhear.so: run the tests with `make test` or `swift test -c release --disable-testable-imports`")
+        if language == "swift" {
+            let commands = manifest.split(separator: "\n").filter { $0.contains("args:") && $0.contains("\"-module-name\",\"\(target)\",") }
+            #expect(!commands.isEmpty, "no compile command for \(target) in .build/release.yaml")
+            #expect(!commands.contains { $0.contains("\"-enable-testing\"") },
+                    "\(target) was last compiled with testability, unlike libhear.so: run the tests with `make test` or `swift test -c release --disable-testable-imports`")
+        }
         let pluginDate = try #require(FileManager.default.attributesOfItem(atPath: plugin.path)[.modificationDate] as? Date,
                                       "\(plugin.path) is missing: build it first (`make`)")
         let sources = root.appendingPathComponent("Sources/\(target)")
-        let files = try #require(FileManager.default.subpaths(atPath: sources.path)).filter { $0.hasSuffix(".swift") }
+        let files = try #require(FileManager.default.subpaths(atPath: sources.path)).filter { $0.hasSuffix(".\(language)") }
         #expect(!files.isEmpty, "no sources in \(sources.path)")
         var objects: [String] = []
         for file in files {
@@ -188,6 +191,9 @@ func demangled(_ names: [String]) -> [String: String] {
     @Test func thePluginsRealTimeEntryPointsReachNoTrap() throws {
         var objects: [String] = []
         for target in ["HearPlugin", "HearDSP", "HearControl", "HearSystem"] { objects += try Self.objects(target) }
+        // The learned model's AVX products are C (CHearKernels): read like the rest, so that a trap
+        // or an outside call there counts too.
+        objects += try Self.objects("CHearKernels", language: "c")
         let code = try ObjectCode(objects: objects)
         // The C entry points PipeWire calls on its real-time thread: the @convention(c) thunks
         // (mangled `...FTo`) of hearRun, hearActivate and hearConnectPort.

@@ -7,8 +7,11 @@
 // CHearModel compiles into the library; they are widened to Float once, at init, into one piece
 // of an arena (the suppressor's) that also holds the state and the scratch vectors. Rows are padded
 // to 8 floats, so every matrix-vector product runs on whole SIMD8 loads; the padding is zero in
-// weights and inputs.
+// weights and inputs. Where the processor has AVX the products run in CHearKernels (one 8-float
+// register a row instead of two SSE ones, the same additions in the same order: bit-identical);
+// the gates run eight units at a time (FastMath's SIMD8 functions, bit-identical to the scalar ones).
 
+import CHearKernels
 import CHearModel
 
 public struct GainModel: ~Copyable {
@@ -26,6 +29,9 @@ public struct GainModel: ~Copyable {
                 storedStride: UInt16, storedInputColumns: UInt16
     /// False when the blob is missing, damaged or of another shape: the suppressor then stays classical.
     public let isAvailable: Bool
+    /// Whether the products run on AVX (CHearKernels: the same additions, bit-identical, in half the
+    /// instructions), read from the processor once, at init.
+    public let usesAVX: Bool
 
     /// "HEARGRU1", the blob's first 8 bytes, read as a little-endian UInt64.
     static let magic: UInt64 = 0x3155_5247_5241_4548
@@ -58,10 +64,12 @@ public struct GainModel: ~Copyable {
         self.init(blob: Self.compiledBlob)
     }
 
-    /// A model from an exported blob (see train.py's `export`), in memory of its own.
-    public init(blob: UnsafeRawBufferPointer) {
+    /// A model from an exported blob (see train.py's `export`), in memory of its own; with
+    /// `allowingAVX` false it computes on the portable path whatever the processor has (the tests
+    /// compare the two).
+    public init(blob: UnsafeRawBufferPointer, allowingAVX: Bool = true) {
         var own = Arena()
-        self.init(blob: blob, arena: &own, keeping: true)
+        self.init(blob: blob, arena: &own, keeping: true, allowingAVX: allowingAVX)
     }
 
     /// A model whose weights, state and scratch are a piece of `arena` (the noise suppressor's).
@@ -69,7 +77,7 @@ public struct GainModel: ~Copyable {
         self.init(blob: blob, arena: &arena, keeping: false)
     }
 
-    private init(blob: UnsafeRawBufferPointer, arena: inout Arena, keeping: Bool) {
+    private init(blob: UnsafeRawBufferPointer, arena: inout Arena, keeping: Bool, allowingAVX: Bool = true) {
         let hasHeader = blob.count >= Self.headerBytes
         func word(_ i: Int) -> Int {
             guard hasHeader else { return 0 }
@@ -101,6 +109,7 @@ public struct GainModel: ~Copyable {
             valid = hash == UInt32(truncatingIfNeeded: checksum)
         }
         isAvailable = valid
+        usesAVX = allowingAVX && hear_kernels_have_avx() != 0
         // An unavailable model keeps a minimal, valid shape so that every pointer below exists.
         let n = valid ? n0 : 1, d = valid ? d0 : 8, h = valid ? h0 : 8, o = valid ? o0 : 1
         func padded(_ count: Int) -> Int { (count + 7) / 8 * 8 }
@@ -183,14 +192,18 @@ public struct GainModel: ~Copyable {
     /// One step: reads `features`, updates the state, writes `result`.
     @_noLocks public mutating func step() {
         guard isAvailable else { return }
-        Self.multiply(denseWeights, rows: dense, columns: inputColumns, input, plus: denseBias, into: denseOut)
-        for i in 0..<dense { denseOut[i] = Self.tanh(denseOut[i]) }
+        product(denseWeights, rows: dense, columns: inputColumns, input, plus: denseBias, into: denseOut)
+        var i = 0
+        while i < dense {  // dense is a multiple of 8
+            store8(denseOut + i, Self.tanh(load8(denseOut + i)))
+            i += 8
+        }
         gru(input: denseOut, inputColumns: dense, inputWeights: gru1Input, recurrent: gru1Recurrent,
             inputBias: gru1InputBias, recurrentBias: gru1RecurrentBias, state: state1)
         gru(input: state1, inputColumns: hidden, inputWeights: gru2Input, recurrent: gru2Recurrent,
             inputBias: gru2InputBias, recurrentBias: gru2RecurrentBias, state: state2)
         // [h1; h2] are adjacent in `weights` (hidden is a multiple of 8, so no padding between them).
-        Self.multiply(outputWeights, rows: outputs, columns: 2 * hidden, state1, plus: outputBias, into: output)
+        product(outputWeights, rows: outputs, columns: 2 * hidden, state1, plus: outputBias, into: output)
         for i in 0..<outputs { output[i] = Self.sigmoid(output[i]) }
     }
 
@@ -198,18 +211,31 @@ public struct GainModel: ~Copyable {
                                recurrent: UnsafeMutablePointer<Float>, inputBias: UnsafeMutablePointer<Float>,
                                recurrentBias: UnsafeMutablePointer<Float>, state s: UnsafeMutablePointer<Float>) {
         let h = hidden
-        Self.multiply(inputWeights, rows: 3 * h, columns: inputColumns, x, plus: inputBias, into: gatesInput)
-        Self.multiply(recurrent, rows: 3 * h, columns: h, s, plus: recurrentBias, into: gatesRecurrent)
+        product(inputWeights, rows: 3 * h, columns: inputColumns, x, plus: inputBias, into: gatesInput)
+        product(recurrent, rows: 3 * h, columns: h, s, plus: recurrentBias, into: gatesRecurrent)
         // The gates r, z, n, h apart in each vector.
         let inputR = gatesInput, inputZ = gatesInput + h, inputN = gatesInput + 2 * h
         let stateR = gatesRecurrent, stateZ = gatesRecurrent + h, stateN = gatesRecurrent + 2 * h
         var i = 0
-        while i < h {
-            let r = Self.sigmoid(inputR[i] + stateR[i])
-            let z = Self.sigmoid(inputZ[i] + stateZ[i])
-            let n = Self.tanh(inputN[i] + r * stateN[i])
-            s[i] = n + z * (s[i] - n)
-            i += 1
+        while i < h {  // hidden is a multiple of 8
+            let r = Self.sigmoid(load8(inputR + i) + load8(stateR + i))
+            let z = Self.sigmoid(load8(inputZ + i) + load8(stateZ + i))
+            let n = Self.tanh(load8(inputN + i) + r * load8(stateN + i))
+            store8(s + i, n + z * (load8(s + i) - n))
+            i += 8
+        }
+    }
+
+    /// `multiply`, on AVX where the processor has it.
+    @inline(__always) func product(_ w: UnsafeMutablePointer<Float>, rows: Int, columns: Int, _ x: UnsafeMutablePointer<Float>,
+                                   plus bias: UnsafeMutablePointer<Float>, into out: UnsafeMutablePointer<Float>) {
+        if usesAVX {
+            // Sizes are at most 512 rows and 1,024 columns (init), far inside Int32. C, which the
+            // compiler's real-time check cannot see into: kernels.c neither allocates nor locks.
+            let r = Int32(truncatingIfNeeded: rows), c = Int32(truncatingIfNeeded: columns)
+            _unsafePerformance { hear_product_avx(w, r, c, x, bias, out) }
+        } else {
+            Self.multiply(w, rows: rows, columns: columns, x, plus: bias, into: out)
         }
     }
 
@@ -259,4 +285,6 @@ public struct GainModel: ~Copyable {
 
     @inline(__always) static func sigmoid(_ x: Float) -> Float { 1 / (1 + FastMath.exp(-x)) }
     @inline(__always) static func tanh(_ x: Float) -> Float { 2 / (1 + FastMath.exp(-2 * x)) - 1 }
+    @inline(__always) static func sigmoid(_ x: SIMD8<Float>) -> SIMD8<Float> { 1 / (1 + FastMath.exp(-x)) }
+    @inline(__always) static func tanh(_ x: SIMD8<Float>) -> SIMD8<Float> { 2 / (1 + FastMath.exp(-2 * x)) - 1 }
 }

@@ -111,6 +111,11 @@ struct LearnedGains: ~Copyable {
     let crossImaginary: UnsafeMutablePointer<Float>
     /// The power of the frame a pitch period earlier, per bin (scratch).
     let delayedPower: UnsafeMutablePointer<Float>
+    /// log2 of the estimator's per-bin gain (`blend`'s scratch).
+    let estimateLog2: UnsafeMutablePointer<Float>
+    /// The noise and clean-speech estimates spread to the bins (scratch).
+    let noiseBins: UnsafeMutablePointer<Float>
+    let cleanBins: UnsafeMutablePointer<Float>
     var refineRange: Int { Int(storedRefineRange) }
     var refineBins: Int { Int(storedRefineBins) }
     /// The ring's newest slot.
@@ -173,6 +178,9 @@ struct LearnedGains: ~Copyable {
         pastImaginary = arena.floats(pastFrames * stats.bins)
         crossImaginary = arena.floats(stats.bins)
         delayedPower = arena.floats(stats.bins)
+        estimateLog2 = arena.floats(stats.bins)
+        noiseBins = arena.floats(stats.bins)
+        cleanBins = arena.floats(stats.bins)
         storedRefineRange = UInt32(min(max(1, truncatedInt(sampleRate / 6000)), 1 << 16))
         storedRefineBins = UInt32(min(stats.bins, max(0, held(truncatedInt(4000 * Double(frameLength) / sampleRate)) + 1)))
         levelScale = powerNormalization * Float(frameLength) * Float(48000 / sampleRate)
@@ -209,10 +217,8 @@ struct LearnedGains: ~Copyable {
                                                     pitchSamples: Float) {
         let count = SpeechBandLayout.count
         let bins = stats.bins
-        stats.expand(noise, into: binScratch)
-        bands.average(binScratch, into: bandNoise)
-        stats.expand(clean, into: binScratch)
-        bands.average(binScratch, into: bandClean)
+        stats.expand(noise, into: noiseBins)
+        stats.expand(clean, into: cleanBins)
         // The frame a pitch period earlier: `back` hops ago, moved by the rest of the lag (at most
         // half a hop either way) as a phase ramp of `turn` per bin, by a rotation per bin (one sin
         // and cos a frame; the rounding over 1,000 bins stays near 1e-5).
@@ -235,7 +241,6 @@ struct LearnedGains: ~Copyable {
             newestIm[k] = xi
         }
         newestPast = newestSlot
-        bands.average(delayedPower, into: bandDelayed)
         // The gate's lag can be a few samples off (its correlation is that of the power in
         // 200 Hz-2 kHz): the lag within ±`refineRange` samples that correlates best to 4 kHz counts.
         var best = rest, bestSum = -Float.greatestFiniteMagnitude
@@ -249,8 +254,8 @@ struct LearnedGains: ~Copyable {
             offset += 1
         }
         PhaseRamp.rotate(binScratch, crossImaginary, count: bins, turn: 2 * Double.pi * best / Double(frameLength))
-        bands.average(binScratch, into: bandCross)
-        bands.average(framePower, into: bandEnergy)
+        bands.average(noiseBins, cleanBins, delayedPower, binScratch, framePower,
+                      into: bandNoise, bandClean, bandDelayed, bandCross, bandEnergy)
         let f = model.features
         let meanRate = levelMeanPrimed ? levelMeanRate : 1
         levelMeanPrimed = true
@@ -360,16 +365,37 @@ struct LearnedGains: ~Copyable {
         }
         stats.expand(statsFloor, into: binFloor)
         // log2 of the estimator's gain per bin, then its band means spread back to the bins.
-        for k in 0..<bins { binScratch[k] = FastMath.log2(max(estimator[k], tiny)) }
-        bands.average(binScratch, into: bandEstimateGain)
+        let tinyLanes = SIMD8<Float>(repeating: tiny)
+        var k = 0
+        while k < bins - 7 {
+            store8(estimateLog2 + k, FastMath.log2(lanesMax(load8(estimator + k), tinyLanes)))
+            k += 8
+        }
+        while k < bins {
+            estimateLog2[k] = FastMath.log2(max(estimator[k], tiny))
+            k += 1
+        }
+        bands.average(estimateLog2, into: bandEstimateGain)
         bands.interpolate(bandEstimateGain, into: binScratch)
         let lead = Self.modelLead, lift = Self.estimatorLift
-        var k = 1
+        // Eight bins at a time, then the rest one by one: the same operations either way. The model
+        // estimates sqrt(S / (S + N)) per band (its training target); squared, the band's Wiener
+        // gain S / (S + N).
+        k = 1
+        let floorLanes = SIMD8<Float>(repeating: floor)
+        while k < bins - 7 {
+            let model = 2 * FastMath.log2(lanesMax(load8(binGain + k), tinyLanes))
+            let estimate = load8(estimateLog2 + k)
+            let shaped = estimate + (model - load8(binScratch + k)) + lead
+            let g = lanesMax(FastMath.exp2(lanesMin(lanesMin(model, shaped), estimate + lift)), floorLanes * load8(binFloor + k))
+            let learned = 1 - strength * (1 - g)
+            let previous = load8(mask + k)
+            store8(mask + k, previous + weight * (learned - previous))
+            k += 8
+        }
         while k < bins {
-            // The model estimates sqrt(S / (S + N)) per band (its training target); squared, the
-            // band's Wiener gain S / (S + N).
             let model = 2 * FastMath.log2(max(binGain[k], tiny))
-            let estimate = FastMath.log2(max(estimator[k], tiny))
+            let estimate = estimateLog2[k]
             let shaped = estimate + (model - binScratch[k]) + lead
             let g = max(FastMath.exp2(min(min(model, shaped), estimate + lift)), floor * binFloor[k])
             let learned = 1 - strength * (1 - g)

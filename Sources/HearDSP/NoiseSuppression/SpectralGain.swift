@@ -118,7 +118,29 @@ struct SpectralGain {
         let floor = floorGain
         let qMax: Float = 0.95
         let rise = riseMinimum
+        // Eight statistics bins at a time (`lsa` and every step below lane by lane, with the scalar
+        // code's operations: bit-identical), then the rest one by one.
         k = 0
+        while k < count - 7 {
+            let gamma = load8(posterioriSNR + k)
+            let first = Self.lsa(xi: load8(prioriSNR + k), gamma: gamma)
+            let xi = lanesMax(first.gain * first.gain * gamma, SIMD8(repeating: xiMin))
+            let second = Self.lsa(xi: xi, gamma: gamma)
+            let lsa = second.gain, expMinusV = second.expMinusV
+            store8(cleanPower + k, lsa * lsa * load8(power + k))
+            let q = lanesMin(load8(absence + k), SIMD8(repeating: qMax))
+            let odds: SIMD8<Float> = q / (1 - q) * (1 + xi)
+            let p: SIMD8<Float> = 1 / (1 + odds * expMinusV)
+            store8(presence + k, p)
+            let logLSA = FastMath.log2(lanesMax(lsa, SIMD8(repeating: 1e-6)))
+            let exponent: SIMD8<Float> = p * logLSA + (1 - p) * floorLog2
+            let combined = lanesMax(FastMath.exp2(exponent), SIMD8(repeating: floor))
+            let previous = load8(gain + k)
+            let rising: SIMD8<Float> = rise + (1 - rise) * (1 - q)
+            let step = SIMD8<Float>(repeating: 1).replacing(with: rising, where: combined .> previous)
+            store8(gain + k, previous + step * (combined - previous))
+            k += 8
+        }
         while k < count {
             let gamma = posterioriSNR[k]
             // Two-step a-priori SNR (Plapous et al.): the decision-directed estimate lags a frame
@@ -167,6 +189,25 @@ struct SpectralGain {
         let e1 = small ? series : large
         let factor = small ? 1 / LibM.sqrt(v) : 1
         return (min(ratio * factor * FastMath.exp2(e1 * 0.7213475204), 1), expMinusV)  // exp(E1/2) = 2^(E1 · log2(e) / 2)
+    }
+
+    /// `lsa` in eight lanes, each with the scalar function's operations.
+    @inline(__always) static func lsa(xi: SIMD8<Float>, gamma: SIMD8<Float>) -> (gain: SIMD8<Float>, expMinusV: SIMD8<Float>) {
+        let ratio = xi / (1 + xi)
+        let v = lanesMax(ratio * gamma, SIMD8(repeating: 1e-6))
+        let expMinusV = FastMath.exp(-lanesMin(v, SIMD8(repeating: 80)))
+        var series = 0.00107857 * v - 0.00976004
+        series = series * v + 0.05519968
+        series = series * v - 0.24991055
+        series = series * v + 0.99999193
+        series = series * v - 0.57721566
+        let largeNumerator = (v + 2.334733) * v + 0.250621
+        let largeDenominator = (v + 3.330657) * v + 1.681534
+        let large = expMinusV / v * largeNumerator / largeDenominator
+        let small = v .<= 1
+        let e1 = large.replacing(with: series, where: small)
+        let factor = SIMD8<Float>(repeating: 1).replacing(with: 1 / LibM.sqrt(v), where: small)
+        return (lanesMin(ratio * factor * FastMath.exp2(e1 * 0.7213475204), SIMD8(repeating: 1)), expMinusV)
     }
 
     /// Cohen's mapping of a smoothed a-priori SNR to a presence likelihood: 0 below -10 dB, 1 above -5 dB.

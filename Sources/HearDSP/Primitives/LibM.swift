@@ -17,6 +17,8 @@ package enum LibM {
     @inline(__always) package static func sin(_ x: Double) -> Double { _unsafePerformance { Glibc.sin(x) } }
     @inline(__always) package static func cos(_ x: Double) -> Double { _unsafePerformance { Glibc.cos(x) } }
     @inline(__always) package static func sqrt(_ x: Float) -> Float { _unsafePerformance { x.squareRoot() } }
+    /// Each lane's square root (sqrtps: correctly rounded, as the scalar one).
+    @inline(__always) package static func sqrt(_ x: SIMD8<Float>) -> SIMD8<Float> { _unsafePerformance { x.squareRoot() } }
     @inline(__always) package static func exp2(_ x: Float) -> Float { _unsafePerformance { Glibc.exp2f(x) } }
     @inline(__always) package static func log2(_ x: Float) -> Float { _unsafePerformance { Glibc.log2f(x) } }
 }
