@@ -72,6 +72,7 @@ help:
 	@echo "make eval-sources  which recorded talkers are dry enough to decide on (floor, RNNoise's clean-input PESQ-WB)"
 	@echo "make train   the learned noise suppressor's weights again, from Debian's speech packages and python3-torch"
 	@echo "             (CPU, slow; training/README.md), resumable: rerun to continue"
+	@echo "make accelerator-bundle  what training/accelerator.sh trains from on an accelerator (.build/accelerator, <= 64 MiB)"
 	@echo "make clean   remove .build"
 	@echo "make demo    a private headless PipeWire runs noisy speech through the microphone chain; leaves before.wav, after.wav"
 	@echo "make install plugin to ~/.local/lib/ladspa, hearctl to ~/.local/bin, drop-ins to ~/.config/pipewire/pipewire.conf.d"
@@ -235,3 +236,33 @@ train: train-deps
 
 train-deps:
 	$(call apt-need,$(DEB_TRAIN))
+
+# What one call of an accelerator trains from (training/accelerator.sh; training/README.md, "On an
+# accelerator"), at most 64 MiB with the working tree: the training bank (bank.py: every training
+# and validation speaker's prompts as Opus, the recorded noises), hear-features linked statically
+# and stripped, libspeexdsp (hear-features' one library beyond libc and libstdc++), the wheels of
+# soundfile (libsndfile with Opus) for Python 3.12, and check clips with their features, mixed here
+# from the unpacked bank, that the accelerator mixes and computes again to compare.
+ACCELERATOR := .build/accelerator
+ACCELERATOR_CACHE := .build/accelerator-cache
+WHEEL_PLATFORMS := --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
+.PHONY: accelerator-bundle
+accelerator-bundle: train-deps eval-deps
+	$(SWIFT) build -c release --product hear-features
+	rm -rf $(ACCELERATOR) $(ACCELERATOR_CACHE)
+	mkdir -p $(ACCELERATOR)/bin $(ACCELERATOR)/lib $(ACCELERATOR)/wheels $(ACCELERATOR)/check
+	strip -o $(ACCELERATOR)/bin/hear-features $(BUILD)/hear-features
+	cp -L "$$(ldconfig -p | awk '/libspeexdsp\.so\.1 / { print $$NF; exit }')" $(ACCELERATOR)/lib/
+	$(HEAR_TRAINING) $(VENV)/bin/python -m hear_training.bank pack --out $(ACCELERATOR)/bank
+	$(VENV)/bin/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	  $(WHEEL_PLATFORMS) -d $(ACCELERATOR)/wheels soundfile==0.14.0 cffi==2.1.1 pycparser==3.12
+	HEAR_TRAIN_CACHE=$(CURDIR)/$(ACCELERATOR_CACHE) $(HEAR_TRAINING) $(VENV)/bin/python -m hear_training.bank unpack $(ACCELERATOR)/bank
+	for rate in 48000 16000 8000; do \
+	  args="--split train --clips 1 --seconds 2 --seed 7 --rate $$rate"; \
+	  HEAR_TRAIN_CACHE=$(CURDIR)/$(ACCELERATOR_CACHE) $(HEAR_TRAINING) $(VENV)/bin/python -m hear_training.data \
+	    --out $(ACCELERATOR)/check/$$rate --workers 1 $$args && \
+	  $(ACCELERATOR)/bin/hear-features $(ACCELERATOR)/check/$$rate && \
+	  $(VENV)/bin/python -c 'import json, sys; print(json.dumps(sys.argv[1:]))' $$args > $(ACCELERATOR)/check/$$rate/args.json || exit 1; \
+	done
+	rm -rf $(ACCELERATOR_CACHE)
+	@du -sh $(ACCELERATOR); echo "carry it: run(command=\"bash training/accelerator.sh\", carry=[\"$(ACCELERATOR)\"], timeout_s=600)"

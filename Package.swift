@@ -67,7 +67,10 @@ let package = Package(
         // A heap-allocation counter (malloc interposed), for the host and the plugin tests.
         .target(name: "CMallocCounter"),
         // Training features for the learned noise suppressor, computed by the suppressor itself (`make train`).
-        .executableTarget(name: "hear-features", dependencies: ["HearDSP"]),
+        // Self-contained (the Swift runtime linked in, no Foundation), so that it also runs on the
+        // accelerator that training/accelerator.sh is carried to.
+        .executableTarget(name: "hear-features", dependencies: ["HearDSP", "HearSystem"],
+                          swiftSettings: [.unsafeFlags(["-static-stdlib"])], linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
         // The project's own LADSPA host: the control and fault tests run libhear.so in it in real time;
         // `hear-host bench` runs any plugin offline and times its run() calls (make bench, make eval).
         .executableTarget(name: "hear-host", dependencies: ["CLADSPA", "LADSPALoader", "CMallocCounter", "HearSystem"]),

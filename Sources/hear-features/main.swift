@@ -12,30 +12,63 @@
 //   (SpeechBandLayout.count each) of the noisy stream, of the clean speech and of the noise.
 // The three share framing and band layout, so the rows line up; train.py derives the targets
 // (band gains, speech activity) from the band powers. Clips whose .feat is newer than the clip
-// and than this program are skipped.
+// and than this program are skipped. `--shard I/N` takes the clips whose place in their
+// directory's sorted list is I modulo N, so that N processes share a set (the accelerator's
+// training run, training/accelerator.sh).
+//
+// No Foundation: the program links the Swift runtime statically and runs, as one small file, on a
+// machine without the toolchain (the accelerator's).
 
-import Foundation
+import Glibc
 import HearDSP
+import HearSystem
 
 let bands = SpeechBandLayout.count
 let rowLength = NoiseSuppressor.featureCount + 3 * bands
 
 func readFloats(_ path: String) throws -> [Float] {
-    let data = try Data(contentsOf: URL(fileURLWithPath: path))
-    return data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+    guard let bytes = try Syscall.readRegularFile(path, limit: 1 << 32, followingLinks: true) else {
+        throw SystemError(call: "open \(path)", code: ENOENT)
+    }
+    return bytes.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
 }
 
-func modified(_ path: String) -> Date? {
-    (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+func writeFloats(_ values: [Float], to path: String) throws {
+    let bytes = values.withUnsafeBytes { Array($0) }
+    try Syscall.writeOutput(path, bytes: bytes)
 }
 
-/// The clips' sample rate: manifest.json's "rate" (48 kHz without a manifest).
+/// A file's modification time in nanoseconds since the epoch, or nil where there is none.
+func modified(_ path: String) -> Int? {
+    guard let info = try? Syscall.status(path) else { return nil }
+    return info.st_mtim.tv_sec * 1_000_000_000 + info.st_mtim.tv_nsec
+}
+
+/// The names in a directory, sorted.
+func names(in directory: String) -> [String] {
+    guard let stream = opendir(directory) else { fail("\(directory): \(String(cString: strerror(errno)))", status: 1) }
+    defer { closedir(stream) }
+    var result: [String] = []
+    while let entry = readdir(stream) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(cString: raw.bindMemory(to: CChar.self).baseAddress!) }
+        if name != "." && name != ".." { result.append(name) }
+    }
+    return result.sorted()
+}
+
+/// The clips' sample rate: manifest.json's top-level "rate" (data.py writes it as the third key,
+/// before any clip; 48 kHz without a manifest).
 func sampleRate(of directory: String) -> Double {
-    guard let data = FileManager.default.contents(atPath: directory + "/manifest.json") else { return 48000 }
-    guard let manifest = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-          let rate = (manifest["rate"] as? NSNumber)?.doubleValue, rate >= 8000, rate <= 192000 else {
-        FileHandle.standardError.write("\(directory)/manifest.json: no \"rate\" from 8000 to 192000\n".data(using: .utf8)!)
-        exit(1)
+    let path = directory + "/manifest.json"
+    guard let bytes = try? Syscall.readRegularFile(path, limit: 1 << 30, followingLinks: true) else { return 48000 }
+    let key = Array("\"rate\":".utf8)
+    guard let at = bytes.indices.first(where: { bytes[$0...].starts(with: key) }) else {
+        fail("\(path): no \"rate\" from 8000 to 192000", status: 1)
+    }
+    let digits = bytes[(at + key.count)...].drop(while: { $0 == UInt8(ascii: " ") })
+        .prefix(while: { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") })
+    guard let rate = Double(String(decoding: digits, as: UTF8.self)), rate >= 8000, rate <= 192000 else {
+        fail("\(path): no \"rate\" from 8000 to 192000", status: 1)
     }
     return rate
 }
@@ -128,7 +161,8 @@ func oracle(clean: [Float], noise: [Float], rate: Double, place: String, floorDB
 }
 
 func fail(_ message: String, status: Int32 = 2) -> Never {
-    FileHandle.standardError.write((message + "\n").data(using: .utf8)!)
+    let bytes = Array((message + "\n").utf8)
+    _ = bytes.withUnsafeBytes { Syscall.write(2, $0) }
     exit(status)
 }
 
@@ -181,43 +215,52 @@ if CommandLine.arguments.dropFirst().first == "oracle" {
         let clean = try readFloats(files[0]), noise = try readFloats(files[1])
         guard clean.count == noise.count else { fail("\(files[0]) and \(files[1]) differ in length", status: 1) }
         let output = oracle(clean: clean, noise: noise, rate: rate, place: place, floorDB: floorDB, values: values, shape: shape)
-        try output.withUnsafeBufferPointer { Data(buffer: $0) }.write(to: URL(fileURLWithPath: files[2]))
+        try writeFloats(output, to: files[2])
     } catch {
         fail("hear-features oracle: \(error)", status: 1)
     }
     exit(0)
 }
 
-let directories = Array(CommandLine.arguments.dropFirst())
+var arguments = Array(CommandLine.arguments.dropFirst())
+var shard = 0, shards = 1
+if let at = arguments.firstIndex(of: "--shard") {
+    let value = at + 1 < arguments.count ? arguments[at + 1] : ""
+    let parts = value.split(separator: "/")
+    guard parts.count == 2, let i = Int(parts[0]), let n = Int(parts[1]), n >= 1, n <= 1024, i >= 0, i < n else {
+        fail("--shard: I/N with 0 <= I < N <= 1024, not \(value)")
+    }
+    (shard, shards) = (i, n)
+    arguments.removeSubrange(at...at + 1)
+}
+let directories = arguments
 if directories.isEmpty || directories.contains(where: { $0.hasPrefix("-") }) {
-    FileHandle.standardError.write("usage: hear-features DIR...  (NAME-clean.f32 + NAME-noise.f32 in, NAME.feat out; \(rowLength) floats a row)\n".data(using: .utf8)!)
-    exit(2)
+    fail("usage: hear-features [--shard I/N] DIR...  (NAME-clean.f32 + NAME-noise.f32 in, NAME.feat out; \(rowLength) floats a row)")
 }
 // A .feat is up to date when it is newer than its clip and than this program: a rebuilt suppressor
 // (another model stride, other features) computes every clip again.
 // (/proc/self/exe is a link whose own time is the process's start: the time of what it names.)
-let program = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")).flatMap(modified) ?? .distantFuture
+var link = [CChar](repeating: 0, count: 4096)
+let length = readlink("/proc/self/exe", &link, link.count - 1)
+let program = length > 0 ? modified(String(cString: link)) ?? Int.max : Int.max
 var written = 0, skipped = 0
-for directory in directories {
-    let rate = sampleRate(of: directory)
-    let names = try FileManager.default.contentsOfDirectory(atPath: directory)
-        .filter { $0.hasSuffix("-clean.f32") }.map { String($0.dropLast("-clean.f32".count)) }.sorted()
-    for name in names {
-        let base = directory + "/" + name
-        if let out = modified(base + ".feat"), let input = modified(base + "-clean.f32"), out > input, out > program {
-            skipped += 1
-            continue
+do {
+    for directory in directories {
+        let rate = sampleRate(of: directory)
+        let clips = names(in: directory).filter { $0.hasSuffix("-clean.f32") }.map { String($0.dropLast("-clean.f32".count)) }
+        for (index, name) in clips.enumerated() where index % shards == shard {
+            let base = directory + "/" + name
+            if let out = modified(base + ".feat"), let input = modified(base + "-clean.f32"), out > input, out > program {
+                skipped += 1
+                continue
+            }
+            let clean = try readFloats(base + "-clean.f32"), noise = try readFloats(base + "-noise.f32")
+            guard clean.count == noise.count else { fail("\(base): clean and noise differ in length", status: 1) }
+            try writeFloats(dump(clean: clean, noise: noise, rate: rate), to: base + ".feat")
+            written += 1
         }
-        let clean = try readFloats(base + "-clean.f32"), noise = try readFloats(base + "-noise.f32")
-        guard clean.count == noise.count else {
-            FileHandle.standardError.write("\(base): clean and noise differ in length\n".data(using: .utf8)!)
-            exit(1)
-        }
-        let rows = dump(clean: clean, noise: noise, rate: rate)
-        let data = rows.withUnsafeBufferPointer { Data(buffer: $0) }
-        try data.write(to: URL(fileURLWithPath: base + ".feat.tmp"))
-        _ = rename(base + ".feat.tmp", base + ".feat")
-        written += 1
     }
+} catch {
+    fail("hear-features: \(error)", status: 1)
 }
 print("hear-features: \(written) clips written, \(skipped) up to date; \(rowLength) floats a row")

@@ -11,7 +11,7 @@ null without speech: train.py ignores the gain target above it). A
 clip at another rate is made at 48 kHz and resampled: the suppressor's framing differs by rate (a
 longer window against the hop below 32 kHz, no bands above the Nyquist frequency), so the model
 sees 8 and 16 kHz streams as well. Debian python3 + numpy + scipy only; every clip is a function of (--seed, its index), so the output does not depend on the number
-of workers (at most 2) or on which clips were generated before.
+of workers or on which clips were generated before.
 
 Speech comes from speech.py, by split: train clips speak with train speakers, valid clips with
 valid speakers; babble is always made of train speakers (noise, not a target). The eval speakers
@@ -100,13 +100,7 @@ def load_state(split):
     # (A recorded talker every file of whom keeps a floor within speech.DRY_FLOOR_DB has no prompts.)
     targets = [p for p in map(speech.load, speech.speakers(split)) if len(p)]
     babblers = targets if split == "train" else [p for p in map(speech.load, speech.speakers("train")) if len(p)]
-    sfx = []
-    for path in speech.package_files("hedgewars-data", None, (".ogg",)):
-        if "/voices/" not in path and os.path.basename(path)[:-4] in SFX_FILES:
-            x = speech.trim(speech.decode(path), floor_db=-50)
-            if len(x):
-                sfx.append(x.astype(np.float32))
-    keys = load_keys()
+    sfx, keys = recorded_noises()
     # Target speaker draw: weight ~ sqrt(seconds) within its kind; recorded voices 70 %, TTS 30 %.
     share = {"recorded": 0.7, "tts": 0.3}
     present = {p.speaker.kind for p in targets}
@@ -115,6 +109,47 @@ def load_state(split):
         mask = np.array([p.speaker.kind == kind for p in targets])
         weights[mask] *= share[kind] / sum(share[k] for k in present) / weights[mask].sum()
     STATE.update(targets=targets, weights=weights / weights.sum(), babblers=babblers, sfx=sfx, keys=keys)
+
+
+# The recorded noises' cache, in speech.CACHE beside the speakers' prompts (bank.py packs both):
+# bump NOISES_VERSION when SFX_FILES, key_sound or load_keys change.
+NOISES_VERSION = 1
+
+
+def noises_path():
+    return os.path.join(speech.CACHE, f"noises-v{NOISES_VERSION}.npz")
+
+
+def recorded_noises():
+    """The hedgewars sound effects (trimmed) and the bucklespring keys (`load_keys`), float32, from
+    their packages on first use, then from the cache."""
+    path = noises_path()
+    if not os.path.exists(path):
+        sfx = []
+        for source in speech.package_files("hedgewars-data", None, (".ogg",)):
+            if "/voices/" not in source and os.path.basename(source)[:-4] in SFX_FILES:
+                x = speech.trim(speech.decode(source), floor_db=-50)
+                if len(x):
+                    sfx.append(x.astype(np.float32))
+        keys = load_keys()
+        arrays = {f"sfx{i}": x for i, x in enumerate(sfx)}
+        for group, pairs in keys.items():
+            for i, (press, release) in enumerate(pairs):
+                arrays[f"key-{group}-{i}-press"] = press
+                arrays[f"key-{group}-{i}-release"] = release
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        np.savez_compressed(path + ".tmp.npz", **arrays)
+        os.replace(path + ".tmp.npz", path)
+    with np.load(path) as stored:
+        sfx = [stored[f"sfx{i}"].astype(np.float32) for i in range(sum(k.startswith("sfx") for k in stored.files))]
+        keys = {"letters": [], "space": [], "big": []}
+        for group in keys:
+            i = 0
+            while f"key-{group}-{i}-press" in stored.files:
+                keys[group].append((stored[f"key-{group}-{i}-press"].astype(np.float32),
+                                    stored[f"key-{group}-{i}-release"].astype(np.float32)))
+                i += 1
+    return sfx, keys
 
 
 # bucklespring-data: one IBM Model M keyboard recorded key by key, "%02x-%d.wav" = the Linux evdev key
@@ -831,7 +866,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--first", type=int, default=0, help="index of the first clip (to extend a set)")
-    parser.add_argument("--workers", type=int, default=2, help="processes (at most 2)")
+    parser.add_argument("--workers", type=int, default=2, help="processes (at most the machine's cores)")
     parser.add_argument("--rate", type=int, default=RATE, help="sample rate of the files written (Hz)")
     args = parser.parse_args()
 
@@ -843,7 +878,7 @@ def main():
           f"({time.time() - started:.0f} s to load)", file=sys.stderr)
     n = int(round(args.seconds * RATE))
     tasks = [(args.seed, i, n, args.out, args.rate) for i in range(args.first, args.first + args.clips)]
-    workers = max(1, min(2, args.workers))
+    workers = max(1, min(os.cpu_count() or 1, args.workers))
     entries = []
     t0 = time.time()
     step = max(1, args.clips // 50)

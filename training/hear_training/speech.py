@@ -82,7 +82,9 @@ from scipy import signal
 
 RATE = 48000
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CACHE = os.path.join(ROOT, ".build", "train-cache")
+# HEAR_TRAIN_CACHE: elsewhere (the accelerator's run unpacks the training bank into a cache of its
+# own: bank.py).
+CACHE = os.environ.get("HEAR_TRAIN_CACHE") or os.path.join(ROOT, ".build", "train-cache")
 VERSION = 2  # bump to rebuild the per-speaker caches
 
 # What the sources need is listed in training/debian-packages; `make train` installs them.
@@ -697,11 +699,16 @@ class Prompts:
         return len(self.audio) / RATE
 
 
+def cache_path(speaker):
+    """Where `load` keeps a speaker's prompts."""
+    return os.path.join(CACHE, "speakers", f"{speaker.name}{'-gated' if speaker.gated else ''}{'-dry' if speaker.dry else ''}-v{VERSION}.npz".replace("+", "_"))
+
+
 def load(speaker, min_seconds=0.15):
     """A speaker's prompts (built into the cache on first use)."""
     if isinstance(speaker, str):
         speaker = BY_NAME[speaker]
-    path = os.path.join(CACHE, "speakers", f"{speaker.name}{'-gated' if speaker.gated else ''}{'-dry' if speaker.dry else ''}-v{VERSION}.npz".replace("+", "_"))
+    path = cache_path(speaker)
     if not os.path.exists(path):
         prompts, names, rates, tops = [], [], [], []
         for name, source in _sources(speaker):

@@ -342,9 +342,10 @@ def windows(clips, order, batch_index, args, seed):
     return chosen, offsets, length, count
 
 
-def evaluate(torch, model, clips, under_weight=2.0, size=32):
+def evaluate(torch, model, clips, under_weight=2.0, size=32, device="cpu", fast=True):
     """Mean loss over every clip, whole, from a zero state (batches of clips of equal length are
     cut to their shortest)."""
+    device = torch.device(device)
     model.eval()
     total, count = 0.0, 0
     order = sorted(range(len(clips)), key=lambda i: len(clips[i][0]))
@@ -352,8 +353,8 @@ def evaluate(torch, model, clips, under_weight=2.0, size=32):
         for start in range(0, len(order), size):
             chosen = [clips[i] for i in order[start:start + size]]
             length = min(len(c[0]) for c in chosen)
-            x, g, a = tensors(torch, chosen, [0] * len(chosen), length)
-            y, _ = model(x)
+            x, g, a = (t.to(device) for t in tensors(torch, chosen, [0] * len(chosen), length))
+            y, _ = model(x, fast=fast and device.type == "cpu")
             loss, _, _ = loss_terms(torch, y, g, a, under_weight)
             total += float(loss) * len(chosen)
             count += len(chosen)
@@ -448,7 +449,7 @@ def plot(history, path):
 
 def saved_model(torch, path):
     """The model of a checkpoint (its sizes read from its weights), and the checkpoint."""
-    saved = torch.load(path)
+    saved = torch.load(path, map_location="cpu")
     weights = saved["model"]
     model = build_model(torch, weights["dense.weight"].shape[0], weights["gru1.weight_hh_l0"].shape[1])
     model.load_state_dict(weights)
@@ -478,6 +479,12 @@ def main():
     # One thread: OpenMP's spinning threads slow this small model down 50-fold as soon as anything
     # else runs on the 2 cores (measured: 54 s against 0.66 s for one batch).
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu",
+                        help="cpu (the numpy GRU, one thread) or cuda (PyTorch's GRU on the accelerator: training/accelerator.sh)")
+    parser.add_argument("--fit-schedule", action="store_true",
+                        help="with --minutes: after 200 updates, shorten --updates to what fits in the time (the accelerator)")
+    parser.add_argument("--torch-gru", action="store_true",
+                        help="PyTorch's GRU on the CPU too, as on cuda (the accelerator script's dry run)")
     parser.add_argument("--minutes", type=float, default=0, help="stop after this much training time (0: no limit); rerun to resume")
     parser.add_argument("--blob", default=BLOB, help="where the weights go")
     parser.add_argument("--reference", default=REFERENCE, help="where the reference vectors go")
@@ -496,6 +503,11 @@ def main():
     if args.check:
         test_fast_gru()
         return
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        sys.exit("--device cuda: PyTorch sees no CUDA device here")
+    # On the CPU the numpy GRU (fast); elsewhere PyTorch's own (cuDNN on CUDA): the same equations.
+    fast = device.type == "cpu" and not args.torch_gru
     os.makedirs(args.work, exist_ok=True)
     model = build_model(torch, args.dense, args.hidden)
     print(f"model: dense {args.dense}, hidden {args.hidden}, {sum(p.numel() for p in model.parameters())} weights",
@@ -522,27 +534,28 @@ def main():
     steps = sum(len(c[0]) for c in train)
     print(f"{len(train)} training clips ({steps} steps; {train_masked} clip bands above their speech's top ignored), "
           f"{len(valid)} validation clips ({valid_masked}); loaded in {time.time() - started:.0f} s", file=sys.stderr)
+    model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda update: learning_rate(update, args))
     state = dict(update=0, epoch=0, batch=0, history=[], best=float("inf"), best_update=0,
                  fingerprint=fingerprint(args.data, args))
-    if os.path.exists(latest) and torch.load(latest)["state"].get("fingerprint") != state["fingerprint"]:
+    if os.path.exists(latest) and torch.load(latest, map_location=device)["state"].get("fingerprint") != state["fingerprint"]:
         aside = latest + ".other"
         os.replace(latest, aside)
         print(f"{latest} was trained on other data, sizes or for another loss: moved to {aside}, starting afresh",
               file=sys.stderr)
     if os.path.exists(latest):
-        checkpoint = torch.load(latest)
+        checkpoint = torch.load(latest, map_location=device)
         model.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         scheduler.load_state_dict(checkpoint["scheduler"])
-        torch.set_rng_state(checkpoint["torch_rng"])
+        torch.set_rng_state(checkpoint["torch_rng"].cpu())
         state = checkpoint["state"]
         print(f"resumed at update {state['update']} (epoch {state['epoch'] + 1}, batch {state['batch']}; "
               f"best validation loss {state['best']:.5f} at update {state['best_update']})", file=sys.stderr)
 
     def checkpoint(train_loss):
-        validation = evaluate(torch, model, valid, args.under_weight)
+        validation = evaluate(torch, model, valid, args.under_weight, device=device, fast=fast)
         elapsed = time.time() - started
         state["history"].append(dict(update=state["update"], epoch=state["epoch"] + state["batch"] * args.batch / len(train),
                                      train=train_loss, valid=validation, lr=optimizer.param_groups[0]["lr"]))
@@ -575,8 +588,9 @@ def main():
             hidden = None
             for w in range(windows_count):
                 start = offsets + w * args.window
-                x, g, a = tensors(torch, chosen, start, min(args.window, length - w * args.window))
-                y, hidden = model(x, hidden)
+                x, g, a = (t.to(device, non_blocking=True)
+                           for t in tensors(torch, chosen, start, min(args.window, length - w * args.window)))
+                y, hidden = model(x, hidden, fast=fast)
                 hidden = tuple(h.detach() for h in hidden)
                 loss, _, _ = loss_terms(torch, y, g, a, args.under_weight)
                 optimizer.zero_grad()
@@ -586,11 +600,19 @@ def main():
                 scheduler.step()
                 state["update"] += 1
                 done += 1
-                total += float(loss)
+                total += loss.item()
                 count += 1
                 progress.update(1)
                 progress.set_postfix(loss=f"{total / count:.4f}", epoch=state["epoch"] + 1,
                                      per_s=f"{done / max(time.time() - started, 1e-9):.2f}")
+                if args.fit_schedule and done == 200 and args.minutes:
+                    # The cosine ends where the time does: the updates that fit, at this run's pace.
+                    fitting = state["update"] + int(done / (time.time() - started) * (60 * args.minutes - (time.time() - started)))
+                    if fitting < args.updates:
+                        args.updates = max(fitting, state["update"] + 1)
+                        progress.total = args.updates
+                        print(f"\n{args.updates} updates fit in {args.minutes:.1f} minutes: the schedule ends there",
+                              file=sys.stderr)
                 if state["update"] >= args.updates:
                     stop = "updates"
                     break

@@ -1,0 +1,111 @@
+#!/bin/bash
+# One call of the accelerator trains the learned noise suppressor from the bundle that
+# `make accelerator-bundle` leaves in .build/accelerator (training/README.md, "On an accelerator"):
+#
+#   run(command="bash training/accelerator.sh", carry=[".build/accelerator"], timeout_s=600)
+#
+# There (an NVIDIA machine: PyTorch with CUDA, numpy, scipy; no Swift, no Debian packages, no
+# network) it unpacks the training bank into a cache of its own, checks that hear-features (the
+# suppressor's own features, linked statically) and data.py give there what they give here on
+# the bundle's check clips and that PyTorch's GRU there is the numpy GRU's (train.py --check),
+# mixes the sets of `make train` with data.py on every core, computes
+# their features with hear-features on every core, trains on the GPU (PyTorch's GRU, the same
+# equations as the CPU's numpy GRU) for the time that is left, and writes to $OUT (or
+# .build/accelerator-out): hear-model.bin and its .sha256, reference-vectors.bin, history.json,
+# loss.png and the log. Copy the first three to Sources/CHearModel/ and
+# Tests/HearDSPTests/Fixtures/, then `make test`.
+#
+# Variables: HEAR_ACCELERATOR_SECONDS (540: the whole run, within one call's 600), TRAIN_CLIPS
+# (6000), TRAIN_BAND_CLIPS (500), VALID_CLIPS (200), VALID_BAND_CLIPS (50), TRAIN_BATCH (64),
+# TRAIN_UPDATES (the cosine's length at most: 100000, shortened to what fits), TRAIN_VALID_EVERY
+# (500), HEAR_DEVICE (cuda; cpu runs the same steps here, slowly: the dry run in
+# training/README.md), HEAR_PYTHON (python3), OUT.
+set -euo pipefail
+started=$(date +%s)
+budget=${HEAR_ACCELERATOR_SECONDS:-540}
+bundle=${HEAR_ACCELERATOR_BUNDLE:-.build/accelerator}
+out=${OUT:-.build/accelerator-out}
+work=${HEAR_ACCELERATOR_WORK:-/tmp/hear-accelerator}
+device=${HEAR_DEVICE:-cuda}
+python=${HEAR_PYTHON:-python3}
+cores=$(nproc)
+mkdir -p "$out" "$work"
+exec > >(tee "$out/log.txt") 2>&1
+elapsed() { echo $(( $(date +%s) - started )); }
+say() { echo "[$(elapsed) s] $*"; }
+
+[ -f "$bundle/bank/bank.json" ] || { echo "no bundle at $bundle: make accelerator-bundle here, then carry .build/accelerator"; exit 2; }
+# The wheels the bundle carries (soundfile, which bundles libsndfile with Opus; cffi, pycparser).
+if ! "$python" -c "import soundfile" 2>/dev/null; then
+  "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$work/site" "$bundle"/wheels/*.whl
+  export PYTHONPATH="$work/site"
+fi
+export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD/training"
+export HEAR_TRAIN_CACHE="$work/cache"
+export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+features="$bundle/bin/hear-features"
+say "$cores cores; $("$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())')"
+
+"$python" -m hear_training.bank unpack "$bundle/bank"
+say "bank unpacked"
+# PyTorch's GRU there against the numpy GRU that CPU training runs (outputs and gradients).
+"$python" -m hear_training.train --check
+
+# The checks: the bundle's check clips (data.py's, from the unpacked bank, one per rate) mixed again
+# here from the same seeds, and their features computed again here, against the bundle's.
+"$python" - "$bundle/check" "$work/check" "$features" <<'EOF'
+import glob, json, os, shutil, subprocess, sys
+import numpy as np
+check, work, features = sys.argv[1:4]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+mixed = computed = 0.0
+for directory in sorted(glob.glob(os.path.join(check, "*"))):
+    with open(os.path.join(directory, "args.json")) as f:
+        args = json.load(f)
+    again = os.path.join(work, os.path.basename(directory))
+    subprocess.run([sys.executable, "-m", "hear_training.data", "--out", again, "--workers", "1"] + args, check=True)
+    subprocess.run([features, again], check=True)
+    for path in sorted(glob.glob(os.path.join(directory, "*.f32")) + glob.glob(os.path.join(directory, "*.feat"))):
+        a, b = np.fromfile(path, "<f4"), np.fromfile(os.path.join(again, os.path.basename(path)), "<f4")
+        difference = float(np.max(np.abs(a - b))) if a.shape == b.shape else float("inf")
+        if path.endswith(".feat"):
+            computed = max(computed, difference)
+        else:
+            mixed = max(mixed, difference)
+print(f"check clips: mixtures differ from the bundle's by at most {mixed:.3g}, features by at most {computed:.3g}")
+if mixed > 1e-4 or computed > 1e-3:
+    sys.exit("data.py or hear-features gives other results here than where the bundle was made")
+EOF
+say "checks passed"
+
+data="$work/data"
+# make train's sets (Makefile: train-set), each mixed on every core, its features computed on every
+# core, its mixtures removed once they are (the features are all training reads).
+make_set() {  # DIRECTORY SPLIT CLIPS SEED RATE
+  "$python" -m hear_training.data --split "$2" --out "$data/$1" --clips "$3" --seed "$4" --rate "$5" --workers "$cores"
+  # (Waited for by pid: a bare `wait` would also wait for the log's tee.)
+  local pids=()
+  for ((i = 0; i < cores; i++)); do "$features" --shard "$i/$cores" "$data/$1" > /dev/null & pids+=($!); done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+  rm -f "$data/$1"/*-clean.f32 "$data/$1"/*-noise.f32
+  say "$1: $3 clips mixed, features computed"
+}
+make_set valid valid "${VALID_CLIPS:-200}" 2 48000
+make_set valid-16k valid "${VALID_BAND_CLIPS:-50}" 5 16000
+make_set valid-8k valid "${VALID_BAND_CLIPS:-50}" 6 8000
+make_set train train "${TRAIN_CLIPS:-6000}" 1 48000
+make_set train-16k train "${TRAIN_BAND_CLIPS:-500}" 3 16000
+make_set train-8k train "${TRAIN_BAND_CLIPS:-500}" 4 8000
+
+# Training for what is left, less 90 s for loading the features and the export; the learning rate's
+# cosine is fitted to the updates that time holds (train.py --fit-schedule).
+left=$(( budget - $(elapsed) - 90 ))
+[ "$left" -gt 30 ] || { echo "only $left s left to train: fewer clips (TRAIN_CLIPS) or a longer HEAR_ACCELERATOR_SECONDS"; exit 1; }
+say "training for $left s on $device"
+"$python" -m hear_training.train --data "$data" --work "$work/train" --device "$device" --torch-gru --fit-schedule \
+  --batch "${TRAIN_BATCH:-64}" --updates "${TRAIN_UPDATES:-100000}" --valid-every "${TRAIN_VALID_EVERY:-500}" \
+  --minutes "$(awk "BEGIN { print $left / 60 }")" --threads "$cores" \
+  --blob "$out/hear-model.bin" --reference "$out/reference-vectors.bin"
+cp "$work/train/history.json" "$work/train/loss.png" "$out/"
+say "done: $out"
