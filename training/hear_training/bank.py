@@ -95,13 +95,8 @@ def pack(out, level, budget_mib):
                                 codec_error_db=dict(median=round(median, 3), p95=round(p95, 3))))
             print(f"{speaker.name}: {len(audio) / speech.RATE:.0f} s, {os.path.getsize(path) / 1e6:.2f} MB, "
                   f"codec {median:.2f} / {p95:.2f} dB", file=sys.stderr)
-    sfx, keys = data.recorded_noises()
-    arrays = {f"sfx{i}": x.astype(np.float16) for i, x in enumerate(sfx)}
-    for group, pairs in keys.items():
-        for i, (press, release) in enumerate(pairs):
-            arrays[f"key-{group}-{i}-press"] = press.astype(np.float16)
-            arrays[f"key-{group}-{i}-release"] = release.astype(np.float16)
-    np.savez_compressed(os.path.join(out, "noises.npz"), **arrays)
+    arrays = data.noise_arrays(*data.recorded_noises())
+    np.savez_compressed(os.path.join(out, "noises.npz"), **{k: x.astype(np.float16) for k, x in arrays.items()})
     size = sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(out) for f in files)
     seconds = sum(e["seconds"] for e in entries)
     errors = np.array([[e["codec_error_db"]["median"], e["codec_error_db"]["p95"]] for e in entries])
@@ -130,18 +125,11 @@ def unpack(bank):
         audio, rate = soundfile.read(os.path.join(bank, "speakers", entry["file"]), dtype="float32")
         if rate != speech.RATE or len(audio) != sum(entry["lengths"]):
             sys.exit(f"{entry['file']}: {len(audio)} samples at {rate} Hz, not {sum(entry['lengths'])} at {speech.RATE}")
-        target = os.path.join(speech.CACHE, entry["cache"])
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        np.savez(target + ".tmp.npz", audio=(audio / entry["scale"]).astype(np.float32),
-                 lengths=np.array(entry["lengths"], dtype=np.int64), names=np.array(entry["names"], dtype=str),
-                 rates=np.array(entry["rates"]), tops=np.array(entry["tops"]))
-        os.replace(target + ".tmp.npz", target)
+        speech.store(os.path.join(speech.CACHE, entry["cache"]), audio / entry["scale"], entry["lengths"],
+                     entry["names"], entry["rates"], entry["tops"])
     with np.load(os.path.join(bank, "noises.npz")) as stored:
         arrays = {k: stored[k].astype(np.float32) for k in stored.files}
-    target = data.noises_path()
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    np.savez_compressed(target + ".tmp.npz", **arrays)
-    os.replace(target + ".tmp.npz", target)
+    data.store_noises(arrays)
     print(f"{len(summary['speakers'])} speakers and the recorded noises unpacked into {speech.CACHE}", file=sys.stderr)
 
 

@@ -120,6 +120,24 @@ def noises_path():
     return os.path.join(speech.CACHE, f"noises-v{NOISES_VERSION}.npz")
 
 
+def noise_arrays(sfx, keys):
+    """The recorded noises as the cache names them: sfxN, key-GROUP-N-press and -release."""
+    arrays = {f"sfx{i}": x for i, x in enumerate(sfx)}
+    for group, pairs in keys.items():
+        for i, (press, release) in enumerate(pairs):
+            arrays[f"key-{group}-{i}-press"] = press
+            arrays[f"key-{group}-{i}-release"] = release
+    return arrays
+
+
+def store_noises(arrays):
+    """The recorded noises' cache (`noise_arrays`' names, float32), written whole, then renamed into place."""
+    path = noises_path()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    np.savez_compressed(path + ".tmp.npz", **{k: np.asarray(x, dtype=np.float32) for k, x in arrays.items()})
+    os.replace(path + ".tmp.npz", path)
+
+
 def recorded_noises():
     """The hedgewars sound effects (trimmed) and the bucklespring keys (`load_keys`), float32, from
     their packages on first use, then from the cache."""
@@ -131,15 +149,7 @@ def recorded_noises():
                 x = speech.trim(speech.decode(source), floor_db=-50)
                 if len(x):
                     sfx.append(x.astype(np.float32))
-        keys = load_keys()
-        arrays = {f"sfx{i}": x for i, x in enumerate(sfx)}
-        for group, pairs in keys.items():
-            for i, (press, release) in enumerate(pairs):
-                arrays[f"key-{group}-{i}-press"] = press
-                arrays[f"key-{group}-{i}-release"] = release
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        np.savez_compressed(path + ".tmp.npz", **arrays)
-        os.replace(path + ".tmp.npz", path)
+        store_noises(noise_arrays(sfx, load_keys()))
     with np.load(path) as stored:
         sfx = [stored[f"sfx{i}"].astype(np.float32) for i in range(sum(k.startswith("sfx") for k in stored.files))]
         keys = {"letters": [], "space": [], "big": []}

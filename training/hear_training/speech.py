@@ -704,6 +704,15 @@ def cache_path(speaker):
     return os.path.join(CACHE, "speakers", f"{speaker.name}{'-gated' if speaker.gated else ''}{'-dry' if speaker.dry else ''}-v{VERSION}.npz".replace("+", "_"))
 
 
+def store(path, audio, lengths, names, rates, tops):
+    """A speaker's prompt cache (what `load` reads): the prompts joined, each one's length, name,
+    source rate and top; written whole, then renamed into place."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    np.savez(path + ".tmp.npz", audio=np.asarray(audio, dtype=np.float32), lengths=np.array(lengths, dtype=np.int64),
+             names=np.array(names, dtype=str), rates=np.array(rates), tops=np.array(tops))
+    os.replace(path + ".tmp.npz", path)
+
+
 def load(speaker, min_seconds=0.15):
     """A speaker's prompts (built into the cache on first use)."""
     if isinstance(speaker, str):
@@ -728,12 +737,7 @@ def load(speaker, min_seconds=0.15):
                 tops.append(band_top(y, rate))
         if not prompts and not speaker.dry:  # a dry talker may lose every file to DRY_FLOOR_DB
             raise RuntimeError(f"{speaker.name}: no usable prompt")
-        lengths = np.array([len(p) for p in prompts], dtype=np.int64)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        np.savez(path + ".tmp.npz", audio=np.concatenate(prompts or [np.zeros(0, np.float32)]), lengths=lengths,
-                 names=np.array(names, dtype=str),
-                 rates=np.array(rates), tops=np.array(tops))
-        os.replace(path + ".tmp.npz", path)
+        store(path, np.concatenate(prompts or [np.zeros(0, np.float32)]), [len(p) for p in prompts], names, rates, tops)
     with np.load(path) as data:
         audio, lengths, names = data["audio"], data["lengths"], [str(n) for n in data["names"]]
         rates, tops = data["rates"], data["tops"]
