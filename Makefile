@@ -222,16 +222,21 @@ train-set = @[ -f $(TRAIN)/data/$(1)/.done-$(TRAIN_SCRIPTS)-$(3) ] || { rm -rf $
   touch $(TRAIN)/data/$(1)/.done-$(TRAIN_SCRIPTS)-$(3); }
 
 .PHONY: train train-deps
-train: train-deps
+train: train-deps eval-deps
 	$(SWIFT) build -c release --product hear-features
 	$(call train-set,valid,valid,200,2,48000)
 	$(call train-set,valid-16k,valid,50,5,16000)
 	$(call train-set,valid-8k,valid,50,6,8000)
+	$(call train-set,pick,pick,100,7,48000)
 	$(call train-set,train,train,$(TRAIN_CLIPS),1,48000)
 	$(call train-set,train-16k,train,$(TRAIN_BAND_CLIPS),3,16000)
 	$(call train-set,train-8k,train,$(TRAIN_BAND_CLIPS),4,8000)
 	$(BUILD)/hear-features $(addprefix $(TRAIN)/data/,$(TRAIN_SETS))
 	$(HEAR_TRAINING) $(TRAIN_PY) -m hear_training.train --data $(TRAIN)/data --work $(TRAIN) --updates $(TRAIN_UPDATES)
+	$(HEAR_TRAINING) $(TRAIN_PY) -m hear_training.train --data $(TRAIN)/data --work $(TRAIN) --export-candidates
+	$(HEAR_TRAINING) $(VENV)/bin/python -m hear_training.pick --data $(TRAIN)/data --work $(TRAIN) --features $(BUILD)/hear-features
+	$(HEAR_TRAINING) $(TRAIN_PY) -m hear_training.train --data $(TRAIN)/data --work $(TRAIN) \
+	  --export-candidate "$$($(TRAIN_PY) -c 'import json, sys; print(json.load(open(sys.argv[1]))["chosen"])' $(TRAIN)/pick.json)"
 	@echo "weights: Sources/CHearModel/hear-model.bin; loss curve: $(TRAIN)/loss.png; now make test"
 
 train-deps:

@@ -108,4 +108,7 @@ say "training for $left s on $device"
   --minutes "$(awk "BEGIN { print $left / 60 }")" --threads "$cores" \
   --blob "$out/hear-model.bin" --reference "$out/reference-vectors.bin"
 cp "$work/train/history.json" "$work/train/loss.png" "$out/"
+# Every checkpoint's weights (250 kB each) come back too: pick.py chooses among them here, by PESQ-WB
+# on the validation clips (training/README.md), where the evaluation's packages are.
+cp -r "$work/train/checkpoints" "$out/"
 say "done: $out"

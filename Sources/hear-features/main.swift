@@ -2,6 +2,12 @@
 //
 //   hear-features DIR...
 //   hear-features oracle [--place model|mask] [--floor DB] [--rate HZ] [--frame-hops N] [--rise X] [NAME=VALUE...] CLEAN NOISE OUT
+//   hear-features denoise [--model BLOB] [--rate HZ] [NAME=VALUE...] IN OUT [IN OUT...]
+//
+// `denoise` runs the noise suppressor alone at its defaults (learned mode) with NAME=VALUE set, on
+// each IN (raw float32, mono), and writes OUT lined up with it (its latency taken out, as long as
+// IN); `--model` runs an exported model blob (train.py) in place of the compiled-in one: pick.py
+// scores train.py's checkpoints with it.
 //
 // For every clip DIR/NAME-clean.f32 + DIR/NAME-noise.f32 (raw little-endian float32, mono, equal
 // length, at the rate DIR/manifest.json names, 48 kHz without one; training/hear_training/data.py writes
@@ -166,6 +172,90 @@ func fail(_ message: String, status: Int32 = 2) -> Never {
     exit(status)
 }
 
+/// A hear parameter's NAME=VALUE (the control protocol's names), or nil where `argument` is not one.
+func setting(_ argument: String) -> (Parameter, Float)? {
+    guard let equals = argument.firstIndex(of: "="), !argument.hasPrefix("-") else { return nil }
+    let name = String(argument[..<equals]), text = String(argument[argument.index(after: equals)...])
+    guard let parameter = Parameter(key: name), let value = Double(text) else {
+        fail("\(argument): not NAME=VALUE of a hear parameter")
+    }
+    return (parameter, Float(value))
+}
+
+func parsedRate(_ value: String) -> Double {
+    guard let v = Double(value), v >= 8000, v <= 192000 else { fail("--rate: 8000 to 192000 Hz, not \(value)") }
+    return v
+}
+
+/// The suppressor on `input` in blocks of its hop, its latency's worth of zeros after it; the
+/// output from that latency on, so that it lines up with the input.
+func denoise(_ input: [Float], suppressor: inout NoiseSuppressor) -> [Float] {
+    let hop = suppressor.hop, latency = NoiseSuppressor.latency(sampleRate: suppressor.sampleRate)
+    var output: [Float] = []
+    output.reserveCapacity(input.count + latency + hop)
+    var block = [Float](repeating: 0, count: hop)
+    var start = 0
+    while output.count < input.count + latency {
+        for i in 0..<hop { block[i] = start + i < input.count ? input[start + i] : 0 }
+        block.withUnsafeMutableBufferPointer { suppressor.process($0.baseAddress!, nil, count: hop) }
+        output.append(contentsOf: block)
+        start += hop
+    }
+    return Array(output[latency..<(latency + input.count)])
+}
+
+if CommandLine.arguments.dropFirst().first == "denoise" {
+    var arguments = Array(CommandLine.arguments.dropFirst(2))
+    let usage = "usage: hear-features denoise [--model BLOB] [--rate HZ] [NAME=VALUE...] IN.f32 OUT.f32 [IN.f32 OUT.f32...]"
+    var sampleRate = 48000.0
+    var values = ParameterValues()
+    var model: UnsafeRawBufferPointer? = nil  // the blob's bytes, for the process's life
+    var files: [String] = []
+    while !arguments.isEmpty {
+        let argument = arguments.removeFirst()
+        switch argument {
+        case "--model", "--rate":
+            guard let value = arguments.first else { fail(usage) }
+            arguments.removeFirst()
+            if argument == "--rate" {
+                sampleRate = parsedRate(value)
+            } else {
+                do {
+                    guard let bytes = try Syscall.readRegularFile(value, limit: 1 << 24, followingLinks: true) else {
+                        fail("--model: \(value) is not a regular file", status: 1)
+                    }
+                    let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 16)
+                    copy.copyBytes(from: bytes)
+                    model = UnsafeRawBufferPointer(copy)
+                } catch {
+                    fail("--model: \(value): \(error)", status: 1)
+                }
+            }
+        default:
+            if let (parameter, value) = setting(argument) {
+                values[parameter] = value
+            } else if argument.hasPrefix("-") {
+                fail(usage)
+            } else {
+                files.append(argument)
+            }
+        }
+    }
+    guard !files.isEmpty, files.count % 2 == 0 else { fail(usage) }
+    do {
+        for pair in stride(from: 0, to: files.count, by: 2) {
+            var suppressor = NoiseSuppressor(sampleRate: sampleRate, channels: 1, values: values, model: model)
+            guard suppressor.modelAvailable else {
+                fail("--model: not a model this suppressor runs (train.py's export: header, sizes, checksum)", status: 1)
+            }
+            try writeFloats(denoise(try readFloats(files[pair]), suppressor: &suppressor), to: files[pair + 1])
+        }
+    } catch {
+        fail("hear-features denoise: \(error)", status: 1)
+    }
+    exit(0)
+}
+
 if CommandLine.arguments.dropFirst().first == "oracle" {
     // hear-features oracle [--place model|mask] [--floor DB] [--rate HZ] [--frame-hops N] [--rise X] [NAME=VALUE...] CLEAN NOISE OUT
     var arguments = Array(CommandLine.arguments.dropFirst(2))
@@ -193,16 +283,11 @@ if CommandLine.arguments.dropFirst().first == "oracle" {
                 guard let v = Float(value), v <= 0 else { fail("--floor: a level in dB at most 0, not \(value)") }
                 floorDB = v
             } else {
-                guard let v = Double(value), v >= 8000, v <= 192000 else { fail("--rate: 8000 to 192000 Hz, not \(value)") }
-                rate = v
+                rate = parsedRate(value)
             }
         default:
-            if let equals = argument.firstIndex(of: "="), !argument.hasPrefix("-") {
-                let name = String(argument[..<equals]), text = String(argument[argument.index(after: equals)...])
-                guard let parameter = Parameter(key: name), let value = Double(text) else {
-                    fail("\(argument): not NAME=VALUE of a hear parameter")
-                }
-                values[parameter] = Float(value)
+            if let (parameter, value) = setting(argument) {
+                values[parameter] = value
             } else if argument.hasPrefix("-") {
                 fail(usage)
             } else {

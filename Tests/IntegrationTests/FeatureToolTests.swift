@@ -1,7 +1,8 @@
 // hear-features, the tool that computes the learned model's training features with the suppressor
 // itself, as the accelerator runs it (training/accelerator.sh): one small file that needs nothing
 // from the Swift toolchain, several processes sharing a set by `--shard I/N`, the rate read from the
-// set's manifest.
+// set's manifest; and `denoise`, which runs the suppressor with a model blob of train.py's (pick.py
+// scores the checkpoints so).
 
 import Foundation
 import Testing
@@ -97,5 +98,99 @@ import TestSupport
             #expect(result.stderr.contains("--shard"), "--shard \(bad): \(result.stderr)")
         }
         #expect(try Self.features(base).isEmpty)
+    }
+
+    /// Two seconds of a buzz with a moving pitch in seeded noise, 48 kHz, written to `url`.
+    static func writeMixture(to url: URL) throws {
+        var random = SeededRandom(seed: 5)
+        var samples = [Float](repeating: 0, count: 96000)
+        var phase = 0.0
+        for i in samples.indices {
+            phase += 2 * Double.pi * (140 + 30 * sin(Double(i) / 48000 * 4)) / 48000
+            let syllable = sin(Double(i) / 48000 * 2 * Double.pi * 3) > 0 ? 1.0 : 0.0
+            samples[i] = Float(syllable * (0.1 * sin(phase) + 0.05 * sin(3 * phase))) + 0.02 * random.bipolar()
+        }
+        try samples.withUnsafeBytes { Data($0) }.write(to: url)
+    }
+
+    static func floats(_ url: URL) throws -> [Float] {
+        let data = try Data(contentsOf: url)
+        return data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+    }
+
+    static func fnv1a(_ bytes: some Sequence<UInt8>) -> UInt32 {
+        var h: UInt32 = 0x811C_9DC5
+        for byte in bytes { h = (h ^ UInt32(byte)) &* 0x0100_0193 }
+        return h
+    }
+
+    /// The compiled-in model and the same blob given by `--model` sound the same to the bit; a
+    /// blob whose band gains are pushed down (its output layer's 32 band biases at -4, checksum
+    /// made again) takes the level down: the tool runs the model it is given.
+    @Test func denoiseRunsTheModelItIsGiven() throws {
+        let base = try Self.temporary()
+        defer { try? FileManager.default.removeItem(at: base) }
+        let input = base.appendingPathComponent("in.f32")
+        try Self.writeMixture(to: input)
+        let blob = Repository.url("Sources/CHearModel/hear-model.bin")
+        var bytes = [UInt8](try Data(contentsOf: blob))
+        let header = 40, outputs = 33
+        let biases = bytes.count - 2 * outputs
+        for band in 0..<32 { (bytes[biases + 2 * band], bytes[biases + 2 * band + 1]) = (0x00, 0xC4) }  // float16 -4
+        let checksum = Self.fnv1a(bytes[header...])
+        for i in 0..<4 { bytes[36 + i] = UInt8(truncatingIfNeeded: checksum >> (8 * i)) }
+        let quiet = base.appendingPathComponent("quiet.bin")
+        try Data(bytes).write(to: quiet)
+
+        let outputs3 = ["compiled", "given", "quiet"].map { base.appendingPathComponent("\($0).f32") }
+        for (arguments, output) in [([], outputs3[0]), (["--model", blob.path], outputs3[1]), (["--model", quiet.path], outputs3[2])] {
+            let result = try Command.run(Self.tool, ["denoise"] + arguments + [input.path, output.path], timeout: 120)
+            try #require(result.status == 0, "\(arguments): \(result.output)")
+        }
+        let compiled = try Self.floats(outputs3[0]), given = try Self.floats(outputs3[1]), pushed = try Self.floats(outputs3[2])
+        #expect(compiled.count == 96000 && given == compiled)
+        let level = { (x: [Float]) in 10 * log10(x.reduce(0) { $0 + Double($1 * $1) } / Double(x.count) + 1e-30) }
+        #expect(level(pushed) < level(compiled) - 10, "\(level(pushed)) dB against \(level(compiled)) dB")
+    }
+
+    /// OUT lines up with IN: with the suppressor switched off (ns.enable=0) its filter bank gives
+    /// the input back, sample for sample.
+    @Test func denoiseOutputLinesUpWithItsInput() throws {
+        let base = try Self.temporary()
+        defer { try? FileManager.default.removeItem(at: base) }
+        let input = base.appendingPathComponent("in.f32"), output = base.appendingPathComponent("out.f32")
+        try Self.writeMixture(to: input)
+        let result = try Command.run(Self.tool, ["denoise", "ns.enable=0", input.path, output.path], timeout: 120)
+        try #require(result.status == 0, "\(result.output)")
+        let x = try Self.floats(input), y = try Self.floats(output)
+        try #require(y.count == x.count)
+        var error = 0.0, power = 0.0
+        for i in x.indices {
+            error += Double((y[i] - x[i]) * (y[i] - x[i]))
+            power += Double(x[i] * x[i])
+        }
+        #expect(10 * log10(error / power) < -100, "\(10 * log10(error / power)) dB")
+    }
+
+    /// A file that is not a model, an odd count of files, a NAME=VALUE that names nothing: refused,
+    /// nothing written.
+    @Test func denoiseRefusesWhatItCannotRun() throws {
+        let base = try Self.temporary()
+        defer { try? FileManager.default.removeItem(at: base) }
+        let input = base.appendingPathComponent("in.f32"), output = base.appendingPathComponent("out.f32")
+        try Self.writeMixture(to: input)
+        let cases: [([String], Int32, String)] = [
+            (["--model", Repository.url("Package.swift").path, input.path, output.path], 1, "--model"),
+            (["--model", base.appendingPathComponent("absent.bin").path, input.path, output.path], 1, "--model"),
+            ([input.path], 2, "usage"),
+            (["ns.nothing=1", input.path, output.path], 2, "ns.nothing"),
+            (["--rate", "4000", input.path, output.path], 2, "--rate"),
+        ]
+        for (arguments, status, message) in cases {
+            let result = try Command.run(Self.tool, ["denoise"] + arguments)
+            #expect(result.status == status, "\(arguments): \(result.output)")
+            #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: output.path))
     }
 }

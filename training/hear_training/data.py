@@ -14,8 +14,8 @@ sees 8 and 16 kHz streams as well. Debian python3 + numpy + scipy only; every cl
 of workers or on which clips were generated before.
 
 Speech comes from speech.py, by split: train clips speak with train speakers, valid clips with
-valid speakers; babble is always made of train speakers (noise, not a target). The eval speakers
-are never read here.
+valid speakers, pick clips (pick.py's continuous speech, never trained on) with the pick speaker;
+babble is always made of train speakers (noise, not a target). The eval speakers are never read here.
 
 A clip, by construction:
   - 85 % speech in noise, 10 % noise alone (clean file all zeros), 5 % clean speech (noise file
@@ -870,7 +870,7 @@ def make_clip(task):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--split", choices=["train", "valid"], required=True)
+    parser.add_argument("--split", choices=["train", "valid", "pick"], required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--clips", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=8.0)

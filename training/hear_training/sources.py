@@ -147,7 +147,19 @@ def score_lines(workers):
             f.write(f"{path}\t{floor:.1f}\t{score:.2f}\n")
     os.replace(LINES_FILE + ".tmp", LINES_FILE)
     kept = [r for r in rows if r[2] >= RNNOISE_CLEAN_PESQ]
-    print(f"{len(kept)} of {len(rows)} lines pass (RNNoise clean PESQ-WB >= {RNNOISE_CLEAN_PESQ}); {LINES_FILE}")
+    write_pick_list(kept)
+    print(f"{len(kept)} of {len(rows)} lines pass (RNNoise clean PESQ-WB >= {RNNOISE_CLEAN_PESQ}); {LINES_FILE}, "
+          f"{speech.PICK_LINES}")
+
+
+def write_pick_list(kept):
+    """The lines that pass, as the list speech.py's pick speaker reads (committed)."""
+    with open(speech.PICK_LINES + ".tmp", "w") as f:
+        f.write(f"# fillets-ng's Dutch dialog lines whose dry target RNNoise passes at PESQ-WB >= {RNNOISE_CLEAN_PESQ} "
+                f"(python -m hear_training.sources --lines): pick.py's continuous speech\n")
+        for path, _, _ in sorted(kept):
+            f.write(path + "\n")
+    os.replace(speech.PICK_LINES + ".tmp", speech.PICK_LINES)
 
 
 def passes(row):

@@ -85,6 +85,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # HEAR_TRAIN_CACHE: elsewhere (the accelerator's run unpacks the training bank into a cache of its
 # own: bank.py).
 CACHE = os.environ.get("HEAR_TRAIN_CACHE") or os.path.join(ROOT, ".build", "train-cache")
+# The dialog lines pick.py scores checkpoints on (committed: sources.py --lines chose them).
+PICK_LINES = os.path.join(ROOT, "training", "pick-lines-nl.txt")
 VERSION = 2  # bump to rebuild the per-speaker caches
 
 # What the sources need is listed in training/debian-packages; `make train` installs them.
@@ -96,9 +98,10 @@ class Speaker:
     name: str       # unique, used in manifests and cache names
     kind: str       # "recorded" or "tts"
     language: str
-    split: str      # "train", "valid" or "eval"
+    split: str      # "train", "valid", "eval" or "pick" (pick.py's continuous speech: never trained on)
     rate: int       # the source's own sample rate (its bandwidth is rate / 2)
     source: tuple   # ("package", package, exclude-regex) | ("files", package, include-regex, exclude-regex, stride)
+                    # | ("lines", package, list file: one path a line)
                     # | ("hedgewars", pack) | ("festival", voice, encoding) | ("espeak", voice)
     texts: str = ""  # language key into TEXTS, for TTS
     # Sources whose files hold one short sound in a long stretch of the recording's noise floor
@@ -425,6 +428,10 @@ def _speakers():
         ("suo_fi_lj_diphone", "fi", 22050, "latin-1", "train"),
         ("hy_fi_mv_diphone", "fi", 22050, "latin-1", "train"),
     ]
+    # Continuous speech for the checkpoint pick (pick.py, split "pick"): fillets-ng's Dutch dialog
+    # lines (three or more characters, phrases) whose dry target RNNoise passes as dry speech
+    # (sources.py --lines writes the list); no training, validation or eval speaker reads the package.
+    s.append(Speaker("fillets-nl-dialog", "recorded", "nl", "pick", 22050, ("lines", "fillets-ng-data-nl", PICK_LINES)))
     for voice, language, rate, encoding, split in festival:
         s.append(Speaker(f"festival-{voice}", "tts", language, split, rate, ("festival", voice, encoding), language))
     for variant, language, texts in ESPEAK_TRAIN:
@@ -457,6 +464,18 @@ def package_files(package, exclude=None, extensions=(".wav", ".gsm", ".ogg", ".r
     if not files:
         raise RuntimeError(f"no audio in {package}: apt-get install {package}")
     return files
+
+
+def listed_files(package, listing):
+    """The files a list names (one path a line, # comments), each checked to be the package's."""
+    with open(listing) as f:
+        wanted = [line.split("#")[0].strip() for line in f]
+    wanted = [w for w in wanted if w]
+    owned = set(package_files(package, None, (".wav", ".gsm", ".raw", ".ogg")))
+    strangers = [w for w in wanted if w not in owned]
+    if strangers:
+        raise RuntimeError(f"{listing}: {strangers[0]} is not a file of {package}")
+    return wanted
 
 
 def _key(*parts):
@@ -668,6 +687,9 @@ def _sources(speaker):
         _, package, include, exclude, stride = speaker.source
         chosen = [p for p in package_files(package, exclude, (".wav", ".gsm", ".raw", ".ogg")) if re.search(include, p)]
         return [(os.path.relpath(p, "/usr/share"), p) for p in chosen[::stride]]
+    if kind == "lines":
+        _, package, listing = speaker.source
+        return [(os.path.relpath(p, "/usr/share"), p) for p in listed_files(package, listing)]
     if kind == "hedgewars":
         pack = speaker.source[1]
         return [(os.path.basename(p)[:-4], p) for p in package_files("hedgewars-data", None, (".ogg",))
@@ -700,8 +722,13 @@ class Prompts:
 
 
 def cache_path(speaker):
-    """Where `load` keeps a speaker's prompts."""
-    return os.path.join(CACHE, "speakers", f"{speaker.name}{'-gated' if speaker.gated else ''}{'-dry' if speaker.dry else ''}-v{VERSION}.npz".replace("+", "_"))
+    """Where `load` keeps a speaker's prompts (a listed speaker's: by its list's content too)."""
+    listed = ""
+    if speaker.source[0] == "lines":
+        with open(speaker.source[2], "rb") as f:
+            listed = "-" + hashlib.sha1(f.read()).hexdigest()[:8]
+    return os.path.join(CACHE, "speakers", f"{speaker.name}{listed}{'-gated' if speaker.gated else ''}"
+                        f"{'-dry' if speaker.dry else ''}-v{VERSION}.npz".replace("+", "_"))
 
 
 def store(path, audio, lengths, names, rates, tops):
@@ -761,9 +788,11 @@ def check_split():
             return {p for p in package_files(package, exclude, (".wav", ".gsm", ".raw", ".ogg")) if re.search(include, p)}
         if kind == "package":
             return set(package_files(speaker.source[1], speaker.source[2], (".wav", ".gsm", ".raw")))
+        if kind == "lines":
+            return set(listed_files(speaker.source[1], speaker.source[2]))
         return set()
     held = set().union(*(files(s) for s in speakers("eval", "recorded")))
-    for s in speakers("train", "recorded") + speakers("valid", "recorded"):
+    for s in speakers("train", "recorded") + speakers("valid", "recorded") + speakers("pick", "recorded"):
         shared = files(s) & held
         if shared:
             raise RuntimeError(f"{s.name} ({s.split}) reads eval files, e.g. {sorted(shared)[0]}")
@@ -903,11 +932,11 @@ def summary(loaded, splits=("train", "valid", "eval")):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--split", choices=["train", "valid", "eval"], default=None)
+    parser.add_argument("--split", choices=["train", "valid", "eval", "pick"], default=None)
     args = parser.parse_args()
     check_split()
     loaded = build_all(args.split)
-    print(summary(loaded, (args.split,) if args.split else ("train", "valid", "eval")))
+    print(summary(loaded, (args.split,) if args.split else ("train", "valid", "eval", "pick")))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,10 @@ down to 5 % of it over --updates (15,000) updates, gradient norm clipped at 1.0,
 CPU thread (--threads). About every --valid-every (1,000) updates, at the end of a batch, the
 validation loss (every validation clip, whole, from a zero state) and a checkpoint (model,
 optimizer, scheduler, position, history): a rerun resumes from it, `--minutes N` stops cleanly
-after N minutes (checkpointed), and the checkpoint with the lowest validation loss is exported:
+after N minutes (checkpointed). Every checkpoint's weights stay (WORK/checkpoints/UPDATE.pt), and
+`--export-candidates` writes them and the weight means of the last 3 and 5 as blobs that pick.py
+scores by PESQ-WB on the validation clips (`make train` exports pick.py's choice with
+`--export-candidate NAME`); run alone, train.py exports the checkpoint with the lowest validation loss:
   Sources/CHearModel/hear-model.bin (+ .sha256)   float16 weights, header with shapes and FNV-1a (--blob)
   Tests/HearDSPTests/Fixtures/reference-vectors.bin            features in, outputs out, from the exported
                                                   (float16-rounded) weights in float32 numpy (--reference)
@@ -380,17 +383,28 @@ def fnv1a(data):
     return h
 
 
-def export(model, reference_features, blob=BLOB, reference=REFERENCE):
+def blob_bytes(model):
+    """The exported blob: header (shapes, count, FNV-1a of the payload), float16 weights; and the
+    weights as float16 arrays."""
     arrays = [a.astype(np.float16) for a in weights_in_order(model)]
     dense, hidden = arrays[0].shape[0], arrays[3].shape[1]
     payload = b"".join(a.astype("<f2").tobytes() for a in arrays)
     count = sum(a.size for a in arrays)
     header = b"HEARGRU1" + struct.pack("<8I", 1, FEATURES, dense, hidden, OUTPUTS, STRIDE, count, fnv1a(payload))
-    data = header + payload
-    os.makedirs(os.path.dirname(os.path.abspath(blob)), exist_ok=True)
-    with open(blob + ".tmp", "wb") as f:
+    return header + payload, arrays
+
+
+def write_atomically(path, data):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "wb") as f:
         f.write(data)
-    os.replace(blob + ".tmp", blob)
+    os.replace(path + ".tmp", path)
+
+
+def export(model, reference_features, blob=BLOB, reference=REFERENCE):
+    data, arrays = blob_bytes(model)
+    dense, hidden, count = arrays[0].shape[0], arrays[3].shape[1], sum(a.size for a in arrays)
+    write_atomically(blob, data)
     with open(blob + ".sha256", "w") as f:
         f.write(f"{hashlib.sha256(data).hexdigest()}  {os.path.basename(blob)}\n")
     # Reference vectors: the exported (float16) weights run in float32 numpy, as Swift runs them.
@@ -456,6 +470,63 @@ def saved_model(torch, path):
     return model, saved
 
 
+# --- candidates: what pick.py scores -----------------------------------------------------------
+
+# Weight means over the last checkpoints: the same run's late checkpoints, near one another on the
+# cosine's tail, averaged (a smoother estimate than any one of them, often a better one).
+MEANS = (3, 5)
+
+
+def checkpoint_paths(work):
+    """Every checkpoint's weights that training kept (work/checkpoints/UPDATE.pt), in order."""
+    return sorted(glob.glob(os.path.join(work, "checkpoints", "[0-9]*.pt")))
+
+
+def candidate_model(torch, work, name):
+    """A candidate's model: checkpoint UPDATE ("013006") or the weight mean of the checkpoints
+    FIRST...LAST ("mean-011004-015000")."""
+    paths = checkpoint_paths(work)
+    stems = [os.path.basename(p)[:-3] for p in paths]
+    if name.startswith("mean-"):
+        first, _, last = name[5:].partition("-")
+        if first not in stems or last not in stems:
+            sys.exit(f"{name}: no checkpoints {first} and {last} in {work}/checkpoints")
+        chosen = paths[stems.index(first):stems.index(last) + 1]
+    elif name in stems:
+        chosen = [paths[stems.index(name)]]
+    else:
+        sys.exit(f"{name}: no checkpoint of that name in {work}/checkpoints ({', '.join(stems) or 'none'})")
+    models = [saved_model(torch, path)[0] for path in chosen]
+    model = models[0]
+    if len(models) > 1:
+        states = [m.state_dict() for m in models]
+        model.load_state_dict({k: sum(st[k] for st in states) / len(states) for k in states[0]})
+    return model
+
+
+def candidates(work):
+    """The names pick.py scores: every checkpoint, and the means of the last MEANS of them."""
+    stems = [os.path.basename(p)[:-3] for p in checkpoint_paths(work)]
+    return stems + [f"mean-{stems[-k]}-{stems[-1]}" for k in MEANS if len(stems) >= k]
+
+
+def export_candidates(torch, work):
+    """Writes work/candidates/NAME.bin for every candidate that lacks one (blob only), and removes
+    what is no longer one (the means of an earlier last few, when training has gone on)."""
+    written = 0
+    for path in glob.glob(os.path.join(work, "candidates", "*.bin")):
+        if os.path.basename(path)[:-4] not in candidates(work):
+            for stale in (path, path[:-4] + ".pesq.json"):
+                if os.path.exists(stale):
+                    os.remove(stale)
+    for name in candidates(work):
+        path = os.path.join(work, "candidates", name + ".bin")
+        if not os.path.exists(path):
+            write_atomically(path, blob_bytes(candidate_model(torch, work, name))[0])
+            written += 1
+    print(f"{written} candidate blobs written to {work}/candidates ({len(candidates(work))} candidates)", file=sys.stderr)
+
+
 def learning_rate(update, args):
     """Share of --lr at an update: a cosine from 1 down to 0.05 over --updates, 0.05 after."""
     t = min(update / max(args.updates, 1), 1.0)
@@ -489,6 +560,10 @@ def main():
     parser.add_argument("--blob", default=BLOB, help="where the weights go")
     parser.add_argument("--reference", default=REFERENCE, help="where the reference vectors go")
     parser.add_argument("--export-only", action="store_true", help="export the best checkpoint and stop")
+    parser.add_argument("--export-candidates", action="store_true",
+                        help="write WORK/candidates/NAME.bin for every kept checkpoint and the means of the last ones (pick.py scores them) and stop")
+    parser.add_argument("--export-candidate", metavar="NAME",
+                        help="export candidate NAME (a checkpoint's update, 013006, or mean-FIRST-LAST; pick.py's choice) and stop")
     parser.add_argument("--init-only", action="store_true", help="export an untrained model (seeded), for wiring tests")
     parser.add_argument("--check", action="store_true", help="compare the numpy GRU with PyTorch's (outputs, gradients) and stop")
     args = parser.parse_args()
@@ -513,6 +588,9 @@ def main():
     print(f"model: dense {args.dense}, hidden {args.hidden}, {sum(p.numel() for p in model.parameters())} weights",
           file=sys.stderr)
 
+    if args.export_candidates:
+        export_candidates(torch, args.work)
+        return
     if args.init_only:
         rng = np.random.default_rng(1)
         export(model, rng.normal(0, 1, (64, FEATURES)).astype(np.float32), args.blob, args.reference)
@@ -525,6 +603,9 @@ def main():
         sys.exit(f"no validation clips (*.feat) under {args.data}/valid*")
     if args.export_only:
         export(saved_model(torch, best)[0], valid[0][0][:400], args.blob, args.reference)
+        return
+    if args.export_candidate:
+        export(candidate_model(torch, args.work, args.export_candidate), valid[0][0][:400], args.blob, args.reference)
         return
 
     started = time.time()
@@ -544,6 +625,11 @@ def main():
         os.replace(latest, aside)
         print(f"{latest} was trained on other data, sizes or for another loss: moved to {aside}, starting afresh",
               file=sys.stderr)
+    if not os.path.exists(latest):
+        # A fresh run: the checkpoints and candidates of an earlier one are not among its own.
+        import shutil
+        for kept in ("checkpoints", "candidates"):
+            shutil.rmtree(os.path.join(args.work, kept), ignore_errors=True)
     if os.path.exists(latest):
         checkpoint = torch.load(latest, map_location=device)
         model.load_state_dict(checkpoint["model"])
@@ -562,6 +648,10 @@ def main():
         if validation < state["best"]:
             state["best"], state["best_update"] = validation, state["update"]
             torch.save(dict(model=model.state_dict(), update=state["update"]), best)
+        # Every checkpoint's weights stay (250 kB each): pick.py chooses among them by PESQ-WB.
+        os.makedirs(os.path.join(args.work, "checkpoints"), exist_ok=True)
+        torch.save(dict(model=model.state_dict(), update=state["update"], valid=validation),
+                   os.path.join(args.work, "checkpoints", f"{state['update']:06d}.pt"))
         torch.save(dict(model=model.state_dict(), optimizer=optimizer.state_dict(), scheduler=scheduler.state_dict(),
                         torch_rng=torch.get_rng_state(), state=state), latest + ".tmp")
         os.replace(latest + ".tmp", latest)

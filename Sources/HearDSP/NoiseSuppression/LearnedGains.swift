@@ -143,10 +143,10 @@ struct LearnedGains: ~Copyable {
     private(set) var steps = 0
 
     init(sampleRate: Double, frameLength n: Int, stepSeconds: Double, powerNormalization: Float, stats: StatisticsBins,
-         arena: inout Arena) {
+         model blob: UnsafeRawBufferPointer, arena: inout Arena) {
         self.stats = stats
         bands = SpeechBands(sampleRate: sampleRate, frameLength: n, arena: &arena)
-        let gainModel = GainModel(blob: GainModel.compiledBlob, arena: &arena)
+        let gainModel = GainModel(blob: blob, arena: &arena)
         // A model steps at every statistics update (its blob's stride is 1), so every frame applies
         // the gains computed from it.
         isAvailable = gainModel.isAvailable && gainModel.stride == 1

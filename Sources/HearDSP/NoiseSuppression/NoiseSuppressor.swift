@@ -107,16 +107,21 @@ public struct NoiseSuppressor: ~Copyable {
     public static func hop(sampleRate: Double) -> Int { FilterBank.hop(sampleRate: sampleRate) }
     public static func latency(sampleRate: Double) -> Int { 2 * hop(sampleRate: sampleRate) - 1 }
 
-    /// `shape`: the analysis window's (measurements only; the plugin uses the default).
-    public init(sampleRate: Double, channels: Int, values: ParameterValues, shape: AnalysisShape = AnalysisShape()) {
+    /// `shape`: the analysis window's (measurements only; the plugin uses the default). `model`: an
+    /// exported model blob in place of the compiled-in one (train.py's candidates, scored by
+    /// `hear-features denoise`; read at init and not kept).
+    public init(sampleRate: Double, channels: Int, values: ParameterValues, shape: AnalysisShape = AnalysisShape(),
+                model: UnsafeRawBufferPointer? = nil) {
         // The parts are built once to count the bytes they take, then for real in one allocation
         // of exactly that size.
         let bytes = NoiseSuppressor(sampleRate: sampleRate, channels: channels, values: values, shape: shape,
-                                    arena: Arena()).arenaBytes
-        self.init(sampleRate: sampleRate, channels: channels, values: values, shape: shape, arena: Arena(capacity: bytes))
+                                    model: model, arena: Arena()).arenaBytes
+        self.init(sampleRate: sampleRate, channels: channels, values: values, shape: shape, model: model,
+                  arena: Arena(capacity: bytes))
     }
 
-    init(sampleRate: Double, channels: Int, values: ParameterValues, shape: AnalysisShape, arena: consuming Arena) {
+    init(sampleRate: Double, channels: Int, values: ParameterValues, shape: AnalysisShape,
+         model: UnsafeRawBufferPointer? = nil, arena: consuming Arena) {
         // Every part is built in a local and stored at the end: the initializer never reads a
         // half-built self (the optimizer once freed garbage here when it could).
         let bank = FilterBank(sampleRate: sampleRate, shape: shape, arena: &arena)
@@ -131,7 +136,7 @@ public struct NoiseSuppressor: ~Copyable {
                                       updateSeconds: frameSeconds, stats: stats, arena: &arena)
         let learnedGains = LearnedGains(sampleRate: sampleRate, frameLength: n, stepSeconds: frameSeconds,
                                         powerNormalization: bank.powerNormalization,
-                                        stats: stats, arena: &arena)
+                                        stats: stats, model: model ?? GainModel.compiledBlob, arena: &arena)
         let clickLimit = KeyClickLimit(sampleRate: sampleRate, hop: m, frameLength: n, arena: &arena)
         let residualEcho = ResidualEcho(bins: bins, frameSeconds: frameSeconds, arena: &arena)
         appliedGain = arena.floats(bins, 1)
