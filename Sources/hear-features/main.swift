@@ -182,6 +182,17 @@ func setting(_ argument: String) -> (Parameter, Float)? {
     return (parameter, Float(value))
 }
 
+/// An argument that is not an option: a NAME=VALUE setting or a file; an unknown option fails.
+func take(_ argument: String, values: inout ParameterValues, files: inout [String], usage: String) {
+    if let (parameter, value) = setting(argument) {
+        values[parameter] = value
+    } else if argument.hasPrefix("-") {
+        fail(usage)
+    } else {
+        files.append(argument)
+    }
+}
+
 func parsedRate(_ value: String) -> Double {
     guard let v = Double(value), v >= 8000, v <= 192000 else { fail("--rate: 8000 to 192000 Hz, not \(value)") }
     return v
@@ -232,13 +243,7 @@ if CommandLine.arguments.dropFirst().first == "denoise" {
                 }
             }
         default:
-            if let (parameter, value) = setting(argument) {
-                values[parameter] = value
-            } else if argument.hasPrefix("-") {
-                fail(usage)
-            } else {
-                files.append(argument)
-            }
+            take(argument, values: &values, files: &files, usage: usage)
         }
     }
     guard !files.isEmpty, files.count % 2 == 0 else { fail(usage) }
@@ -286,13 +291,7 @@ if CommandLine.arguments.dropFirst().first == "oracle" {
                 rate = parsedRate(value)
             }
         default:
-            if let (parameter, value) = setting(argument) {
-                values[parameter] = value
-            } else if argument.hasPrefix("-") {
-                fail(usage)
-            } else {
-                files.append(argument)
-            }
+            take(argument, values: &values, files: &files, usage: usage)
         }
     }
     guard files.count == 3 else { fail(usage) }
