@@ -146,7 +146,7 @@ def score_lines(workers):
         for path, floor, score in rows:
             f.write(f"{path}\t{floor:.1f}\t{score:.2f}\n")
     os.replace(LINES_FILE + ".tmp", LINES_FILE)
-    kept = [r for r in rows if r[2] >= RNNOISE_CLEAN_PESQ]
+    kept = [r for r in rows if round(r[2], 2) >= RNNOISE_CLEAN_PESQ]  # the score as the TSV holds it
     write_pick_list(kept)
     print(f"{len(kept)} of {len(rows)} lines pass (RNNoise clean PESQ-WB >= {RNNOISE_CLEAN_PESQ}); {LINES_FILE}, "
           f"{speech.PICK_LINES}")
