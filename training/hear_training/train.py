@@ -47,6 +47,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import struct
 import sys
 import time
@@ -632,7 +633,6 @@ def main():
               file=sys.stderr)
     if not os.path.exists(latest):
         # A fresh run: the checkpoints and candidates of an earlier one are not among its own.
-        import shutil
         for kept in ("checkpoints", "candidates"):
             shutil.rmtree(os.path.join(args.work, kept), ignore_errors=True)
     if os.path.exists(latest):
