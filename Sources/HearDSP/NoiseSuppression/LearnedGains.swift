@@ -101,6 +101,13 @@ struct LearnedGains: ~Copyable {
     let levelMean: UnsafeMutablePointer<Float>
     let bandCross: UnsafeMutablePointer<Float>
     let bandDelayed: UnsafeMutablePointer<Float>
+    /// Per band: the pitch correlation of this frame (feature [128 + b]), which the pitch filter reads.
+    let bandCorrelation: UnsafeMutablePointer<Float>
+    /// The pitch filter, and where this frame's features found the frame a period earlier: its slot
+    /// in the ring and the phase ramp's turn that lines it up.
+    var pitchFilter: PitchFilter
+    var delayedSlot = 0
+    var delayedTurn = 0.0
     /// The last `pastFrames` spectra of the first channel (a ring, `bins` each), for the pitch
     /// correlation: a lag reaches up to half the frame (SpeechActivity), N / 2M hops.
     let pastReal: UnsafeMutablePointer<Float>
@@ -169,6 +176,8 @@ struct LearnedGains: ~Copyable {
         levelMean = arena.floats(count)
         bandCross = arena.floats(count)
         bandDelayed = arena.floats(count)
+        bandCorrelation = arena.floats(count)
+        pitchFilter = PitchFilter(bins: stats.bins, arena: &arena)
         let frameLength = held(n)
         let m = min(max(1, truncatedInt(stepSeconds * sampleRate + 0.5)), 1 << 20)
         let pastFrames = min(frameLength / (2 * m) + 2, 1 << 15)
@@ -253,7 +262,9 @@ struct LearnedGains: ~Copyable {
             if sum > bestSum { bestSum = sum; best = candidate }
             offset += 1
         }
-        PhaseRamp.rotate(binScratch, crossImaginary, count: bins, turn: 2 * Double.pi * best / Double(frameLength))
+        delayedSlot = slot
+        delayedTurn = 2 * Double.pi * best / Double(frameLength)
+        PhaseRamp.rotate(binScratch, crossImaginary, count: bins, turn: delayedTurn)
         bands.average(noiseBins, cleanBins, delayedPower, binScratch, framePower,
                       into: bandNoise, bandClean, bandDelayed, bandCross, bandEnergy)
         let f = model.features
@@ -279,7 +290,8 @@ struct LearnedGains: ~Copyable {
             f[2 * count + b] = has * min(max(posterior, -1), 3)
             f[3 * count + b] = has * min(max(priori, -1.25), 3)
             let energies = power * bandDelayed[b]
-            f[4 * count + b] = energies > 1e-30 ? min(max(bandCross[b] / LibM.sqrt(energies), -1), 1) : 0
+            bandCorrelation[b] = energies > 1e-30 ? min(max(bandCross[b] / LibM.sqrt(energies), -1), 1) : 0
+            f[4 * count + b] = bandCorrelation[b]
         }
         f[5 * count] = openness
         f[5 * count + 1] = periodicity
@@ -299,6 +311,17 @@ struct LearnedGains: ~Copyable {
         for b in 0..<count { bandGain[b] = max(result[b], Self.tiny) }
         bands.interpolate(bandGain, into: binGain)
         speech = count < model.outputs ? result[count] : 0
+    }
+
+    /// The pitch filter on the first channel's spectrum, from this frame's features and band gains
+    /// (PitchFilter.swift); `weight` fades it with the learned mode's share and the mask's strength.
+    @inline(__always) mutating func filterPitch(real: UnsafeMutablePointer<Float>, imaginary: UnsafeMutablePointer<Float>,
+                                                weight: Float) {
+        let bins = stats.bins
+        pitchFilter.apply(real: real, imaginary: imaginary, delayedReal: pastReal + delayedSlot * bins,
+                          delayedImaginary: pastImaginary + delayedSlot * bins, turn: delayedTurn,
+                          correlation: bandCorrelation, gains: bandGain, delayedPower: bandDelayed, bands: bands,
+                          weight: weight)
     }
 
     /// Per-bin gains from outside in place of the model's (hear-features' oracle).

@@ -11,6 +11,8 @@
 //   LearnedGains      the model's features (levels, pitch correlation, the estimator's SNRs), its step
 //                     and the blend of its gains with the rule's
 //   GainModel         the model itself (a GRU)
+//   PitchFilter       in learned mode, mono: the frame a pitch period earlier added where the band
+//                     is periodic, so the mask's band gains take the noise between the harmonics
 //   KeyClickLimit     in learned mode, while somebody types: a bin's power rises 3 dB a frame at most
 //   ResidualEcho      with aec.suppress: what the echo canceller left of the echo
 // The echo canceller (EchoCanceller.swift) runs inside this framing: each hop, once complete and
@@ -76,6 +78,8 @@ public struct NoiseSuppressor: ~Copyable {
     /// the whole mask (`.mask`). hear-features' oracle feeds the true mask of a mixture here, to
     /// measure what a perfect model would give through this very framing.
     public var suppliedGains: SuppliedGains = .none
+    /// Whether learned mode runs the pitch filter (PitchFilter.swift); off only to measure it.
+    package var filtersPitch = true
 
     /// The meter's smoothing per frame (from a time constant, so every rate behaves alike).
     let meterRate: Float
@@ -272,13 +276,26 @@ public struct NoiseSuppressor: ~Copyable {
         if echoRemoved {
             if mix == 0 { appliedGain.fill(1, count: bins) }
             suppressResidualEcho(stereo: stereo)
+            filterPitch(stereo: stereo)
             bank.synthesize(gains: appliedGain, stereo: stereo)
         } else if mix == 0 {
             bank.passThrough(stereo: stereo)
         } else {
+            filterPitch(stereo: stereo)
             bank.synthesize(gains: appliedGain, stereo: stereo)
         }
         bank.advance(stereo: stereo)
+    }
+
+    /// In learned mode, mono, with the model's gains: the pitch filter on the spectrum the mask is
+    /// applied to (PitchFilter.swift), as far as ns.reduction lets the suppressor lower anything (at
+    /// 0 dB the stage changes nothing). Not with a whole mask supplied from outside, which is meant
+    /// to be applied as it is.
+    @inline(__always) mutating func filterPitch(stereo: Bool) {
+        let weight = learnedMix * mix * (1 - floorGain)
+        if stereo || weight <= 0 || !modelAvailable || !filtersPitch { return }
+        if case .mask = suppliedGains { return }
+        learnedGains.filterPitch(real: bank.spectrumReal, imaginary: bank.spectrumImaginary, weight: weight)
     }
 
     /// The residual echo's gains into the mask, from what the canceller took out over this frame.

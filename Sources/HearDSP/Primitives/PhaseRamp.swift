@@ -51,4 +51,29 @@ enum PhaseRamp {
         if left > 1 { tailReal[1] = tailReal[1] * c.y - tailImaginary[1] * s.y }
         if left > 2 { tailReal[2] = tailReal[2] * c.z - tailImaginary[2] * s.z }
     }
+
+    /// outReal[k] + i outImaginary[k] = z_k e^{i turn k} for k < count, both parts (`rotate` keeps
+    /// only the real one).
+    @inline(__always) static func rotate(_ real: UnsafePointer<Float>, _ imaginary: UnsafePointer<Float>,
+                                         into outReal: UnsafeMutablePointer<Float>, _ outImaginary: UnsafeMutablePointer<Float>,
+                                         count: Int, turn: Double) {
+        let count = held(count)
+        var (c, s, stepCos, stepSin) = phases(turn)
+        var k = 0
+        while k < count - 3 {
+            let r = load4(real + k), i = load4(imaginary + k)
+            store4(outReal + k, r * c - i * s)
+            store4(outImaginary + k, r * s + i * c)
+            (c, s) = (c * stepCos - s * stepSin, s * stepCos + c * stepSin)
+            k += 4
+        }
+        let left = count - k
+        if left > 0 { (outReal[k], outImaginary[k]) = (real[k] * c.x - imaginary[k] * s.x, real[k] * s.x + imaginary[k] * c.x) }
+        if left > 1 {
+            (outReal[k + 1], outImaginary[k + 1]) = (real[k + 1] * c.y - imaginary[k + 1] * s.y, real[k + 1] * s.y + imaginary[k + 1] * c.y)
+        }
+        if left > 2 {
+            (outReal[k + 2], outImaginary[k + 2]) = (real[k + 2] * c.z - imaginary[k + 2] * s.z, real[k + 2] * s.z + imaginary[k + 2] * c.z)
+        }
+    }
 }
