@@ -104,4 +104,46 @@ import HearDSP
         print("pitch filter at \(Int(rate)) Hz, clean speech: level \(levels[0]) dB, without it \(levels[1]) dB")
         #expect(abs(levels[0] - levels[1]) <= 0.5, "clean speech at \(rate) Hz: \(levels[0]) dB against \(levels[1]) dB")
     }
+
+    /// In stereo each channel is filtered with its own earlier frame at the first channel's lag:
+    /// the same voice in noise on both channels comes out of each as it does in mono (the mask
+    /// reads both channels' mean power, the same here), and the filter is on there too (without
+    /// it, the output differs from mono's filtered one); with the right channel the left one
+    /// inverted, the right output is the left one inverted (filtered with the left channel's
+    /// earlier frame, it would differ).
+    @Test func stereoFiltersEachChannelAsMono() {
+        let rate = 48000.0, count = Int(rate * 2)
+        let (speech, _) = SignalMaker.speech(rate: rate, count: count)
+        var maker = SignalMaker(seed: 23)
+        let noise = maker.white(count)
+        let input = zip(speech, noise).map { $0 + 0.03 * $1 }
+        func run(channels: Int, filtersPitch: Bool, inverted: Bool = false) -> (left: [Float], right: [Float]) {
+            var suppressor = NoiseSuppressor(sampleRate: rate, channels: channels, values: learnedValues())
+            suppressor.filtersPitch = filtersPitch
+            var left = input, right = inverted ? input.map { -$0 } : input
+            left.withUnsafeMutableBufferPointer { l in
+                right.withUnsafeMutableBufferPointer { r in
+                    var done = 0
+                    while done < count {
+                        let n = min(256, count - done)
+                        suppressor.process(l.baseAddress! + done, channels == 2 ? r.baseAddress! + done : nil, count: n)
+                        done += n
+                    }
+                }
+            }
+            return (left, right)
+        }
+        func largestDifference(_ a: [Float], _ b: [Float]) -> Float { zip(a, b).map { abs($0 - $1) }.max() ?? 0 }
+        let mono = run(channels: 1, filtersPitch: true).left
+        let stereo = run(channels: 2, filtersPitch: true)
+        let unfiltered = run(channels: 2, filtersPitch: false)
+        let left = largestDifference(stereo.left, mono), right = largestDifference(stereo.right, mono)
+        let without = largestDifference(unfiltered.right, mono)
+        let opposite = run(channels: 2, filtersPitch: true, inverted: true)
+        let mirrored = largestDifference(opposite.right, opposite.left.map { -$0 })
+        print("pitch filter in stereo: largest difference from mono \(left) (left), \(right) (right); unfiltered \(without); inverted right against the left inverted \(mirrored)")
+        #expect(left <= 1e-6 && right <= 1e-6, "stereo against mono: \(left), \(right)")
+        #expect(without > 1e-3, "stereo without the filter against mono with it: \(without)")
+        #expect(mirrored <= 1e-6, "the inverted right channel against the left inverted: \(mirrored)")
+    }
 }

@@ -106,12 +106,18 @@ struct LearnedGains: ~Copyable {
     /// The pitch filter, and where this frame's features found the frame a period earlier: its slot
     /// in the ring and the phase ramp's turn that lines it up.
     var pitchFilter: PitchFilter
-    var delayedSlot = 0
+    var delayedSlot: Int {
+        get { Int(storedDelayedSlot) }
+        set { storedDelayedSlot = UInt16(truncatingIfNeeded: newValue) }
+    }
     var delayedTurn = 0.0
     /// The last `pastFrames` spectra of the first channel (a ring, `bins` each), for the pitch
-    /// correlation: a lag reaches up to half the frame (SpeechActivity), N / 2M hops.
+    /// correlation: a lag reaches up to half the frame (SpeechActivity), N / 2M hops. The second
+    /// channel's ring follows the first's (`pastFrames` · `bins` on), for the pitch filter in stereo.
     let pastReal: UnsafeMutablePointer<Float>
     let pastImaginary: UnsafeMutablePointer<Float>
+    let secondPastReal: UnsafeMutablePointer<Float>
+    let secondPastImaginary: UnsafeMutablePointer<Float>
     var pastFrames: Int { Int(storedPastFrames) }
     /// The cross spectrum's imaginary part (scratch), and the lag's refinement: ± samples, over the
     /// bins to 4 kHz.
@@ -143,7 +149,7 @@ struct LearnedGains: ~Copyable {
     // need no overflow check.
     private let storedRefineRange: UInt32, storedRefineBins: UInt32, storedHop: UInt32, storedFrameLength: UInt32
     private let storedPastFrames: UInt16
-    private var storedNewestPast: UInt16 = 0
+    private var storedNewestPast: UInt16 = 0, storedDelayedSlot: UInt16 = 0
     /// The model's speech probability, last step.
     var speech: Float = 0
     /// Feature sets computed since init (one per model step, and one per frame while recording).
@@ -183,8 +189,10 @@ struct LearnedGains: ~Copyable {
         let pastFrames = min(frameLength / (2 * m) + 2, 1 << 15)
         storedHop = UInt32(m)
         storedPastFrames = UInt16(pastFrames)
-        pastReal = arena.floats(pastFrames * stats.bins)
-        pastImaginary = arena.floats(pastFrames * stats.bins)
+        pastReal = arena.floats(2 * pastFrames * stats.bins)
+        pastImaginary = arena.floats(2 * pastFrames * stats.bins)
+        secondPastReal = pastReal + pastFrames * stats.bins
+        secondPastImaginary = pastImaginary + pastFrames * stats.bins
         crossImaginary = arena.floats(stats.bins)
         delayedPower = arena.floats(stats.bins)
         estimateLog2 = arena.floats(stats.bins)
@@ -205,8 +213,8 @@ struct LearnedGains: ~Copyable {
         levelMeanPrimed = false
         // A stream starts as not steady: the floor goes deeper once the noise has shown it is.
         heardOverNoise.fill(Self.steadyLimit, count: stats.count)
-        pastReal.fill(0, count: pastFrames * stats.bins)
-        pastImaginary.fill(0, count: pastFrames * stats.bins)
+        pastReal.fill(0, count: 2 * pastFrames * stats.bins)
+        pastImaginary.fill(0, count: 2 * pastFrames * stats.bins)
         newestPast = 0
         binGain.fill(1, count: stats.bins)
     }
@@ -313,15 +321,31 @@ struct LearnedGains: ~Copyable {
         speech = count < model.outputs ? result[count] : 0
     }
 
-    /// The pitch filter on the first channel's spectrum, from this frame's features and band gains
-    /// (PitchFilter.swift); `weight` fades it with the learned mode's share and the mask's strength.
-    @inline(__always) mutating func filterPitch(real: UnsafeMutablePointer<Float>, imaginary: UnsafeMutablePointer<Float>,
-                                                weight: Float) {
+    /// The second channel's spectrum into its ring, in the slot this frame's features filled with
+    /// the first channel's (after `computeFeatures`), for the pitch filter in stereo.
+    @inline(__always) mutating func keepSecondChannel(real: UnsafePointer<Float>, imaginary: UnsafePointer<Float>) {
         let bins = stats.bins
-        pitchFilter.apply(real: real, imaginary: imaginary, delayedReal: pastReal + delayedSlot * bins,
-                          delayedImaginary: pastImaginary + delayedSlot * bins, turn: delayedTurn,
-                          correlation: bandCorrelation, gains: bandGain, delayedPower: bandDelayed, bands: bands,
-                          weight: weight)
+        let ringReal = secondPastReal + newestPast * bins, ringImaginary = secondPastImaginary + newestPast * bins
+        var k = 0
+        while k < bins {
+            ringReal[k] = real[k]
+            ringImaginary[k] = imaginary[k]
+            k += 1
+        }
+    }
+
+    /// The pitch filter on a channel's spectrum (0, or 1 in stereo), from this frame's features
+    /// and band gains (PitchFilter.swift); `weight` fades it with the learned mode's share, the
+    /// mask's strength and ns.reduction. Both channels take the first channel's lag and the same
+    /// shares, so the stereo image stays.
+    @inline(__always) mutating func filterPitch(real: UnsafeMutablePointer<Float>, imaginary: UnsafeMutablePointer<Float>,
+                                                channel: Int, weight: Float) {
+        let bins = stats.bins
+        if channel == 0 { pitchFilter.prepare(correlation: bandCorrelation, gains: bandGain, weight: weight) }
+        let offset = delayedSlot * bins
+        let ringReal = channel == 0 ? pastReal : secondPastReal, ringImaginary = channel == 0 ? pastImaginary : secondPastImaginary
+        pitchFilter.apply(real: real, imaginary: imaginary, delayedReal: ringReal + offset,
+                          delayedImaginary: ringImaginary + offset, turn: delayedTurn, bands: bands)
     }
 
     /// Per-bin gains from outside in place of the model's (hear-features' oracle).

@@ -11,8 +11,8 @@
 //   LearnedGains      the model's features (levels, pitch correlation, the estimator's SNRs), its step
 //                     and the blend of its gains with the rule's
 //   GainModel         the model itself (a GRU)
-//   PitchFilter       in learned mode, mono: the frame a pitch period earlier added where the band
-//                     is periodic, so the mask's band gains take the noise between the harmonics
+//   PitchFilter       in learned mode: the frame a pitch period earlier added where the band is
+//                     periodic, so the mask's band gains take the noise between the harmonics
 //   KeyClickLimit     in learned mode, while somebody types: a bin's power rises 3 dB a frame at most
 //   ResidualEcho      with aec.suppress: what the echo canceller left of the echo
 // The echo canceller (EchoCanceller.swift) runs inside this framing: each hop, once complete and
@@ -266,7 +266,7 @@ public struct NoiseSuppressor: ~Copyable {
             let presence = spectralGain.compute(power: estimate.power, noise: estimate.noise, noiseScale: noiseScale,
                                                 floorGain: floorGain)
             applyGate(presence: presence)
-            learnedStep()
+            learnedStep(stereo: stereo)
             clickLimit.listen(bank.frameTail(channel: 0), stereo ? bank.frameTail(channel: 1) : nil, openness: activity.openness)
             clickLimit.limit(appliedGain, power: bank.binPower, floorGain: floorGain, weight: learnedMix * mix)
             if case .mask(let supplied) = suppliedGains {
@@ -287,15 +287,19 @@ public struct NoiseSuppressor: ~Copyable {
         bank.advance(stereo: stereo)
     }
 
-    /// In learned mode, mono, with the model's gains: the pitch filter on the spectrum the mask is
-    /// applied to (PitchFilter.swift), as far as ns.reduction lets the suppressor lower anything (at
-    /// 0 dB the stage changes nothing). Not with a whole mask supplied from outside, which is meant
-    /// to be applied as it is.
+    /// In learned mode, with the model's gains: the pitch filter on the spectra the mask is applied
+    /// to (PitchFilter.swift), as far as ns.reduction lets the suppressor lower anything (at 0 dB
+    /// the stage changes nothing). Not with a whole mask supplied from outside, which is meant to be
+    /// applied as it is.
     @inline(__always) mutating func filterPitch(stereo: Bool) {
         let weight = learnedMix * mix * (1 - floorGain)
-        if stereo || weight <= 0 || !modelAvailable || !filtersPitch { return }
+        if weight <= 0 || !modelAvailable || !filtersPitch { return }
         if case .mask = suppliedGains { return }
-        learnedGains.filterPitch(real: bank.spectrumReal, imaginary: bank.spectrumImaginary, weight: weight)
+        learnedGains.filterPitch(real: bank.spectrumReal, imaginary: bank.spectrumImaginary, channel: 0, weight: weight)
+        if stereo {
+            let (real, imaginary) = bank.spectrum(channel: 1)
+            learnedGains.filterPitch(real: real, imaginary: imaginary, channel: 1, weight: weight)
+        }
     }
 
     /// The residual echo's gains into the mask, from what the canceller took out over this frame.
@@ -339,7 +343,7 @@ public struct NoiseSuppressor: ~Copyable {
 
     /// After the classical mask: the model's step, the learned mask blended in, and the glide
     /// between the modes.
-    @inline(__always) mutating func learnedStep() {
+    @inline(__always) mutating func learnedStep(stereo: Bool) {
         let target = learnedShare.target
         if target > 0 && learnedMix == 0 { learnedGains.restart() }
         let running = modelAvailable && (target > 0 || learnedMix > 0)
@@ -350,6 +354,10 @@ public struct NoiseSuppressor: ~Copyable {
                                          clean: spectralGain.cleanPower,
                                          openness: activity.openness, periodicity: activity.periodicity,
                                          pitchSamples: activity.pitchSamples)
+            if stereo {
+                let (real, imaginary) = bank.spectrum(channel: 1)
+                learnedGains.keepSecondChannel(real: real, imaginary: imaginary)
+            }
             if running { learnedGains.step() }
         }
         if case .model(let supplied) = suppliedGains { learnedGains.takeBinGains(supplied) }

@@ -9,8 +9,9 @@
 // over the band's triangle) and g the model's band gain (its estimate of √(S / (S + N))):
 // the share of P is 1 where c >= g and c²(1 - g²) / (g²(1 - c²)) under it, square-rooted, 0
 // where c <= 0; times `strength`, and scaled by √(Ex / Ep) so that P enters at X's level. The shares
-// and the bands' corrections are spread to the bins over the bands' triangles. Only in mono: the
-// past frames are the first channel's.
+// and the bands' corrections are spread to the bins over the bands' triangles. In stereo each
+// channel is filtered with its own earlier frame, at the first channel's lag and with the same
+// shares of the rule.
 
 struct PitchFilter: ~Copyable {
     /// How much of the rule's share is added (RNNoise adds all of it). Against the build without the
@@ -29,10 +30,12 @@ struct PitchFilter: ~Copyable {
     /// Per bin: the power (scratch), then the share of P or the band's correction spread to it.
     let binPower: UnsafeMutablePointer<Float>
     let binScale: UnsafeMutablePointer<Float>
-    /// Per band: the frame's power before and after the filter, and the share of P.
+    /// Per band: the frame's power before and after the filter, the share of P, and the rule's
+    /// share (`prepare`) before the level match.
     let bandPower: UnsafeMutablePointer<Float>
     let bandFiltered: UnsafeMutablePointer<Float>
     let bandShare: UnsafeMutablePointer<Float>
+    let bandRule: UnsafeMutablePointer<Float>
 
     init(bins: Int, arena: inout Arena) {
         let bins = held(bins)
@@ -44,6 +47,7 @@ struct PitchFilter: ~Copyable {
         bandPower = arena.floats(SpeechBandLayout.count)
         bandFiltered = arena.floats(SpeechBandLayout.count)
         bandShare = arena.floats(SpeechBandLayout.count)
+        bandRule = arena.floats(SpeechBandLayout.count)
     }
 
     /// The share of P in one band (before `strength` and the level match): RNNoise's rule.
@@ -54,31 +58,45 @@ struct PitchFilter: ~Copyable {
         return LibM.sqrt(min(max(ratio, 0), 1))
     }
 
-    /// Filters the spectrum (`real`, `imaginary`, every bin) in place with the frame a pitch period
-    /// earlier (`delayed…`, moved by e^{-i turn k} to line up with it), from each band's pitch
-    /// `correlation`, the model's band `gains` and the earlier frame's band power (`delayedPower`);
-    /// `weight` (0...1) fades it with the learned mode's share and the mask's strength.
+    /// This frame's shares, once for every channel: from each band's pitch `correlation` and the
+    /// model's band `gains`; `weight` (0...1) fades the filter with the learned mode's share, the
+    /// mask's strength and ns.reduction.
+    @inline(__always) mutating func prepare(correlation: UnsafePointer<Float>, gains: UnsafePointer<Float>, weight: Float) {
+        let scale = Self.strength * min(max(weight, 0), 1)
+        for b in 0..<SpeechBandLayout.count { bandRule[b] = scale * Self.share(correlation: correlation[b], gain: gains[b]) }
+    }
+
+    /// Filters one channel's spectrum (`real`, `imaginary`, every bin) in place with its frame a
+    /// pitch period earlier (`delayed…`, moved by e^{-i turn k} to line up with it), at the shares
+    /// `prepare` set, each matched to the two frames' levels in the band.
     @inline(__always) mutating func apply(real: UnsafeMutablePointer<Float>, imaginary: UnsafeMutablePointer<Float>,
                                           delayedReal earlierReal: UnsafePointer<Float>,
                                           delayedImaginary earlierImaginary: UnsafePointer<Float>, turn: Double,
-                                          correlation: UnsafePointer<Float>, gains: UnsafePointer<Float>,
-                                          delayedPower: UnsafePointer<Float>, bands: borrowing SpeechBands, weight: Float) {
+                                          bands: borrowing SpeechBands) {
         let bins = self.bins, count = SpeechBandLayout.count
-        PhaseRamp.rotate(earlierReal, earlierImaginary, into: delayedReal, delayedImaginary, count: bins, turn: -turn)
-        for k in 0..<bins { binPower[k] = real[k] * real[k] + imaginary[k] * imaginary[k] }
-        bands.average(binPower, into: bandPower)
-        let scale = Self.strength * min(max(weight, 0), 1)
-        for b in 0..<count {
-            let ex = bandPower[b], ep = delayedPower[b]
-            let level = ex > 1e-30 && ep > 1e-30 ? LibM.sqrt(ex / ep) : 0
-            bandShare[b] = scale * level * Self.share(correlation: correlation[b], gain: gains[b])
+        // `while` loops: a `for` loop's iterator keeps a check in bodies like these (FixedBuffer.swift).
+        var k = 0
+        while k < bins {
+            binPower[k] = real[k] * real[k] + imaginary[k] * imaginary[k]
+            binScale[k] = earlierReal[k] * earlierReal[k] + earlierImaginary[k] * earlierImaginary[k]
+            k += 1
         }
+        bands.average(binPower, into: bandPower)
+        bands.average(binScale, into: bandFiltered)
+        for b in 0..<count {
+            let ex = bandPower[b], ep = bandFiltered[b]
+            let level = ex > 1e-30 && ep > 1e-30 ? LibM.sqrt(ex / ep) : 0
+            bandShare[b] = bandRule[b] * level
+        }
+        PhaseRamp.rotate(earlierReal, earlierImaginary, into: delayedReal, delayedImaginary, count: bins, turn: -turn)
         bands.interpolate(bandShare, into: binScale)
-        for k in 0..<bins {
+        k = 0
+        while k < bins {
             let r = real[k] + binScale[k] * delayedReal[k], i = imaginary[k] + binScale[k] * delayedImaginary[k]
             real[k] = r
             imaginary[k] = i
             binPower[k] = r * r + i * i
+            k += 1
         }
         // Each band back to its own power, never above it: the filter shapes a band, the mask sets
         // its level.
@@ -88,9 +106,11 @@ struct PitchFilter: ~Copyable {
             bandShare[b] = after > 1e-30 ? min(LibM.sqrt(bandPower[b] / after), 1) : 1
         }
         bands.interpolate(bandShare, into: binScale)
-        for k in 0..<bins {
+        k = 0
+        while k < bins {
             real[k] *= binScale[k]
             imaginary[k] *= binScale[k]
+            k += 1
         }
     }
 }

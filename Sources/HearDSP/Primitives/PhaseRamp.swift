@@ -67,13 +67,10 @@ enum PhaseRamp {
             (c, s) = (c * stepCos - s * stepSin, s * stepCos + c * stepSin)
             k += 4
         }
-        let left = count - k
-        if left > 0 { (outReal[k], outImaginary[k]) = (real[k] * c.x - imaginary[k] * s.x, real[k] * s.x + imaginary[k] * c.x) }
-        if left > 1 {
-            (outReal[k + 1], outImaginary[k + 1]) = (real[k + 1] * c.y - imaginary[k + 1] * s.y, real[k + 1] * s.y + imaginary[k + 1] * c.y)
-        }
-        if left > 2 {
-            (outReal[k + 2], outImaginary[k + 2]) = (real[k + 2] * c.z - imaginary[k + 2] * s.z, real[k + 2] * s.z + imaginary[k + 2] * c.z)
-        }
+        // The last 0-3 bins through pointers to them (an index k + 1 would be checked for overflow).
+        let left = count - k, r = real + k, i = imaginary + k, outR = outReal + k, outI = outImaginary + k
+        if left > 0 { (outR[0], outI[0]) = (r[0] * c.x - i[0] * s.x, r[0] * s.x + i[0] * c.x) }
+        if left > 1 { (outR[1], outI[1]) = (r[1] * c.y - i[1] * s.y, r[1] * s.y + i[1] * c.y) }
+        if left > 2 { (outR[2], outI[2]) = (r[2] * c.z - i[2] * s.z, r[2] * s.z + i[2] * c.z) }
     }
 }
