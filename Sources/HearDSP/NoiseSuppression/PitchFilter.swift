@@ -17,9 +17,9 @@ struct PitchFilter: ~Copyable {
     /// How much of the rule's share is added (RNNoise adds all of it). Against the build without the
     /// filter on the deciding set (PESQ-WB, paired over 288 clips a family; clean speech's SI-SDR):
     /// 1: family a -0.007 (-0.040 at 20 dB SNR), clean 22.1 dB; 0.5: a +0.0095, b +0.0088, clean
-    /// 25.5 dB; 0.35: a +0.0099, b +0.0161, clean 26.9 dB; 0.25: a +0.0095, b +0.0149, clean 27.9
-    /// dB (29.8 without). Where the model's gain is high the full share smears clean speech over two
-    /// periods; a quarter keeps most of the gain at low SNR.
+    /// 25.5 dB; 0.35: a +0.0099, b +0.0161, clean 26.9 dB; 0.25 as built (faded by ns.reduction
+    /// too): a +0.0093, b +0.0147, clean 28.0 dB (29.8 without). Where the model's gain is high the
+    /// full share smears clean speech over two periods; a quarter keeps most of the gain at low SNR.
     static let strength: Float = 0.25
 
     var bins: Int { Int(storedBins) }
