@@ -64,6 +64,19 @@ func classicalValues() -> ParameterValues {
     return values
 }
 
+/// `samples` through `suppressor` in place, `block` samples a call (mono; the last call gets the rest).
+func process(_ samples: inout [Float], through suppressor: inout NoiseSuppressor, block: Int) {
+    let count = samples.count
+    samples.withUnsafeMutableBufferPointer { buffer in
+        var done = 0
+        while done < count {
+            let n = min(block, count - done)
+            suppressor.process(buffer.baseAddress! + done, nil, count: n)
+            done += n
+        }
+    }
+}
+
 func meanSquare(_ x: ArraySlice<Float>) -> Double { x.reduce(0) { $0 + Double($1) * Double($1) } / Double(max(x.count, 1)) }
 func decibels(_ ratio: Double) -> Double { 10 * LibM.log10(max(ratio, 1e-30)) }
 
@@ -311,14 +324,7 @@ func measureSNR(rate: Double, seconds: Double = 4, skip: Double = 1, values: Par
         let count = Int(rate / 2)
         let input = maker.white(count).map { 0.5 * $0 }
         var output = input
-        output.withUnsafeMutableBufferPointer { buffer in
-            var done = 0
-            while done < count {
-                let block = min(97, count - done)
-                suppressor.process(buffer.baseAddress! + done, nil, count: block)
-                done += block
-            }
-        }
+        process(&output, through: &suppressor, block: 97)
         let latency = suppressor.latency
         var worst: Float = 0
         for i in latency..<count { worst = max(worst, abs(output[i] - input[i - latency])) }

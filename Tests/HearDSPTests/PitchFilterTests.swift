@@ -31,16 +31,8 @@ import HearDSP
         var signal = zip(voice, white).map { $0 + gain * $1 }
         var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: learnedValues())
         suppressor.filtersPitch = filtersPitch
-        let latency = suppressor.latency
-        signal.withUnsafeMutableBufferPointer { buffer in
-            var done = 0
-            while done < count {
-                let n = min(256, count - done)
-                suppressor.process(buffer.baseAddress! + done, nil, count: n)
-                done += n
-            }
-        }
-        return (Array(signal[latency...]), envelope)
+        process(&signal, through: &suppressor, block: 256)
+        return (Array(signal[suppressor.latency...]), envelope)
     }
 
     /// dB of the power at the harmonics (h · f0) over the power midway between them ((h + ½) · f0),
