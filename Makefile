@@ -202,9 +202,10 @@ eval-deps:
 # rerun to continue. Never part of `make test` or CI; training/README.md tells the steps.
 # Debian's python3 runs it, with Debian's packages only: its torch (1.13) is built against numpy 1.x
 # and cannot run beside the venv's numpy 2 (from_numpy fails), so training has no venv.
-# The speech and voice packages: training/debian-packages (one list, speech.py reads the same sources).
+# The speech and voice packages: training/debian-packages (one list, speech.py reads the same sources);
+# fillets-ng's Dutch dialog is the pick's continuous speech (pick.py, never trained on).
 DEB_TRAIN = python3-torch python3-numpy python3-scipy python3-matplotlib python3-tqdm \
-  $(shell sed -e 's/#.*//' training/debian-packages)
+  $(shell sed -e 's/#.*//' training/debian-packages) fillets-ng-data-nl
 TRAIN := .build/train
 TRAIN_PY := /usr/bin/python3
 TRAIN_CLIPS ?= 6000
