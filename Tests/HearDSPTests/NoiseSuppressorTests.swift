@@ -66,13 +66,22 @@ func classicalValues() -> ParameterValues {
 
 /// `samples` through `suppressor` in place, `block` samples a call (mono; the last call gets the rest).
 func process(_ samples: inout [Float], through suppressor: inout NoiseSuppressor, block: Int) {
-    let count = samples.count
-    samples.withUnsafeMutableBufferPointer { buffer in
-        var done = 0
-        while done < count {
-            let n = min(block, count - done)
-            suppressor.process(buffer.baseAddress! + done, nil, count: n)
-            done += n
+    var none: [Float] = []
+    process(&samples, right: &none, through: &suppressor, block: block)
+}
+
+/// `left` and `right` (empty: mono) through `suppressor` in place, `block` samples a call.
+func process(_ left: inout [Float], right: inout [Float], through suppressor: inout NoiseSuppressor, block: Int) {
+    let count = left.count, stereo = !right.isEmpty
+    precondition(!stereo || right.count == count, "channels of different lengths")
+    left.withUnsafeMutableBufferPointer { l in
+        right.withUnsafeMutableBufferPointer { r in
+            var done = 0
+            while done < count {
+                let n = min(block, count - done)
+                suppressor.process(l.baseAddress! + done, stereo ? r.baseAddress! + done : nil, count: n)
+                done += n
+            }
         }
     }
 }

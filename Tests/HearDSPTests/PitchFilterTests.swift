@@ -112,17 +112,8 @@ import HearDSP
         func run(channels: Int, filtersPitch: Bool, inverted: Bool = false) -> (left: [Float], right: [Float]) {
             var suppressor = NoiseSuppressor(sampleRate: rate, channels: channels, values: learnedValues())
             suppressor.filtersPitch = filtersPitch
-            var left = input, right = inverted ? input.map { -$0 } : input
-            left.withUnsafeMutableBufferPointer { l in
-                right.withUnsafeMutableBufferPointer { r in
-                    var done = 0
-                    while done < count {
-                        let n = min(256, count - done)
-                        suppressor.process(l.baseAddress! + done, channels == 2 ? r.baseAddress! + done : nil, count: n)
-                        done += n
-                    }
-                }
-            }
+            var left = input, right = channels == 2 ? (inverted ? input.map { -$0 } : input) : []
+            process(&left, right: &right, through: &suppressor, block: 256)
             return (left, right)
         }
         func largestDifference(_ a: [Float], _ b: [Float]) -> Float { zip(a, b).map { abs($0 - $1) }.max() ?? 0 }
