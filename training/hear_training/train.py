@@ -133,9 +133,28 @@ def ignored_bands(entry, rate):
     return CENTRES > TOP_MARGIN * top
 
 
-def load(directory, limit=None):
+# Where a transient rides on a voice (--transient-weight): a band whose noise power rises
+# TRANSIENT_RISE times above its mean over the last TRANSIENT_STEPS steps (0.3 s), in a step where
+# at least TRANSIENT_BANDS bands rise at once (a click is broadband; a random peak of steady noise
+# is not), while the clean speech in that band is within 10 dB of the noise.
+TRANSIENT_RISE, TRANSIENT_BANDS, TRANSIENT_STEPS, TRANSIENT_RIDE = 4.0, 10, 112, 0.1
+
+
+def transient_steps(clean, noise):
+    """(T, 32) bool: the step-bands where a broadband rise of the noise rides on speech."""
+    from scipy.signal import lfilter
+    a = 1 / TRANSIENT_STEPS
+    mean = lfilter([a], [1, -(1 - a)], noise, axis=0)
+    before = np.concatenate([noise[:1], mean[:-1]])
+    rises = (noise > TRANSIENT_RISE * np.maximum(before, 1e-12)) & (noise > 1e-10)
+    broad = rises.sum(axis=1, keepdims=True) >= TRANSIENT_BANDS
+    return rises & broad & (clean > TRANSIENT_RIDE * noise)
+
+
+def load(directory, limit=None, transients=False):
     """Per clip: features (T, 163) float32, gain targets (T, 32) float16 (-1 = ignore), activity
-    (T,) uint8; and how many (clip, band) targets the speech top took out."""
+    (T,) uint8, and with `transients` the step-bands where a transient rides on speech (T, 32)
+    bool (else None); and how many (clip, band) targets the speech top took out."""
     info = manifest(directory)
     rate = info.get("rate", 48000) if info else 48000
     entries = {e["clip"]: e for e in info["clips"]} if info else {}
@@ -153,14 +172,15 @@ def load(directory, limit=None):
         gain[:, ignore] = -1.0
         masked += int(ignore.sum())
         activity = (np.mean(clean, axis=1) > 10 ** -7.5).astype(np.uint8)
-        clips.append((np.ascontiguousarray(x, dtype=np.float32), gain.astype(np.float16), activity))
+        riding = transient_steps(clean, noise) if transients else None
+        clips.append((np.ascontiguousarray(x, dtype=np.float32), gain.astype(np.float16), activity, riding))
     return clips, masked
 
 
-def load_split(data, split):
+def load_split(data, split, transients=False):
     clips, masked = [], 0
     for directory in sets(data, split):
-        c, m = load(directory)
+        c, m = load(directory, transients=transients)
         clips += c
         masked += m
     return clips, masked
@@ -308,6 +328,7 @@ def fingerprint(data, args):
     the window, batch and offsets, and the data sets' manifests."""
     under = f" under {args.under_weight}" if args.under_weight != 2.0 else ""
     under += f" quartic {args.quartic}" if args.quartic else ""
+    under += f" transient {args.transient_weight}" if args.transient_weight != 1.0 else ""
     h = hashlib.sha256(f"loss {LOSS_VERSION} row {ROW} stride {STRIDE} dense {args.dense} hidden {args.hidden} "
                        f"window {args.window} batch {args.batch} offsets {not args.no_offsets}{under}".encode())
     for directory in sets(data, "train") + sets(data, "valid"):
@@ -316,12 +337,14 @@ def fingerprint(data, args):
     return h.hexdigest()[:16]
 
 
-def loss_terms(torch, y, gain, activity, under_weight=2.0, quartic=0.0):
+def loss_terms(torch, y, gain, activity, under_weight=2.0, quartic=0.0, riding=None, transient_weight=1.0):
     mask = (gain >= 0).float()
     target = gain.clamp(min=0)
     g = y[..., :BANDS]
     d = torch.sqrt(g + 1e-8) - torch.sqrt(target + 1e-8)
     weight = mask * (1 + (under_weight - 1) * (g < target).float())
+    if riding is not None and transient_weight != 1.0:
+        weight = weight * (1 + (transient_weight - 1) * riding)
     gains = (weight * (d * d + quartic * d ** 4)).sum() / mask.sum().clamp(min=1)
     p = y[..., BANDS].clamp(1e-6, 1 - 1e-6)
     vad = -(activity * torch.log(p) + (1 - activity) * torch.log(1 - p)).mean()
@@ -329,11 +352,15 @@ def loss_terms(torch, y, gain, activity, under_weight=2.0, quartic=0.0):
 
 
 def tensors(torch, clips, start, length):
-    """Rows start...start+length of every clip (start: one per clip), as float32 tensors."""
+    """Rows start...start+length of every clip (start: one per clip), as float32 tensors; the
+    transient step-bands as a fourth (None where the clips carry none)."""
     x = np.stack([c[0][s:s + length] for c, s in zip(clips, start)])
     g = np.stack([c[1][s:s + length] for c, s in zip(clips, start)]).astype(np.float32)
     a = np.stack([c[2][s:s + length] for c, s in zip(clips, start)]).astype(np.float32)
-    return torch.from_numpy(x), torch.from_numpy(g), torch.from_numpy(a)
+    if clips[0][3] is None:
+        return torch.from_numpy(x), torch.from_numpy(g), torch.from_numpy(a), None
+    r = np.stack([c[3][s:s + length] for c, s in zip(clips, start)]).astype(np.float32)
+    return torch.from_numpy(x), torch.from_numpy(g), torch.from_numpy(a), torch.from_numpy(r)
 
 
 def windows(clips, order, batch_index, args, seed):
@@ -349,7 +376,7 @@ def windows(clips, order, batch_index, args, seed):
     return chosen, offsets, length, count
 
 
-def evaluate(torch, model, clips, under_weight=2.0, size=32, device="cpu", fast=True, quartic=0.0):
+def evaluate(torch, model, clips, under_weight=2.0, size=32, device="cpu", fast=True, quartic=0.0, transient_weight=1.0):
     """Mean loss over every clip, whole, from a zero state (batches of clips of equal length are
     cut to their shortest)."""
     device = torch.device(device)
@@ -360,9 +387,9 @@ def evaluate(torch, model, clips, under_weight=2.0, size=32, device="cpu", fast=
         for start in range(0, len(order), size):
             chosen = [clips[i] for i in order[start:start + size]]
             length = min(len(c[0]) for c in chosen)
-            x, g, a = (t.to(device) for t in tensors(torch, chosen, [0] * len(chosen), length))
+            x, g, a, r = (None if t is None else t.to(device) for t in tensors(torch, chosen, [0] * len(chosen), length))
             y, _ = model(x, fast=fast and device.type == "cpu")
-            loss, _, _ = loss_terms(torch, y, g, a, under_weight, quartic)
+            loss, _, _ = loss_terms(torch, y, g, a, under_weight, quartic, r, transient_weight)
             total += float(loss) * len(chosen)
             count += len(chosen)
     model.train()
@@ -552,6 +579,8 @@ def main():
                         help="weight of the gain error where the model attenuates more than the target (1: symmetric)")
     parser.add_argument("--quartic", type=float, default=0.0,
                         help="weight of the fourth power of the gain error beside its square (RNNoise's training uses 10; measured with 10 here: training/README.md)")
+    parser.add_argument("--transient-weight", type=float, default=1.0,
+                        help="weight of the gain error where a broadband transient of the noise rides on speech (transient_steps; 1: none)")
     parser.add_argument("--valid-every", type=int, default=1000, help="updates between validations and checkpoints")
     # One thread: OpenMP's spinning threads slow this small model down 50-fold as soon as anything
     # else runs on the 2 cores (measured: 54 s against 0.66 s for one batch).
@@ -604,7 +633,8 @@ def main():
 
     latest = os.path.join(args.work, "latest.pt")
     best = os.path.join(args.work, "best.pt")
-    valid, valid_masked = load_split(args.data, "valid")
+    transients = args.transient_weight != 1.0
+    valid, valid_masked = load_split(args.data, "valid", transients)
     if not valid:
         sys.exit(f"no validation clips (*.feat) under {args.data}/valid*")
     if args.export_only:
@@ -615,7 +645,7 @@ def main():
         return
 
     started = time.time()
-    train, train_masked = load_split(args.data, "train")
+    train, train_masked = load_split(args.data, "train", transients)
     if not train:
         sys.exit(f"no training clips (*.feat) under {args.data}/train*")
     steps = sum(len(c[0]) for c in train)
@@ -646,7 +676,8 @@ def main():
               f"best validation loss {state['best']:.5f} at update {state['best_update']})", file=sys.stderr)
 
     def checkpoint(train_loss):
-        validation = evaluate(torch, model, valid, args.under_weight, device=device, fast=fast, quartic=args.quartic)
+        validation = evaluate(torch, model, valid, args.under_weight, device=device, fast=fast, quartic=args.quartic,
+                              transient_weight=args.transient_weight)
         elapsed = time.time() - started
         state["history"].append(dict(update=state["update"], epoch=state["epoch"] + state["batch"] * args.batch / len(train),
                                      train=train_loss, valid=validation, lr=optimizer.param_groups[0]["lr"]))
@@ -683,11 +714,11 @@ def main():
             hidden = None
             for w in range(windows_count):
                 start = offsets + w * args.window
-                x, g, a = (t.to(device, non_blocking=True)
-                           for t in tensors(torch, chosen, start, min(args.window, length - w * args.window)))
+                x, g, a, r = (None if t is None else t.to(device, non_blocking=True)
+                              for t in tensors(torch, chosen, start, min(args.window, length - w * args.window)))
                 y, hidden = model(x, hidden, fast=fast)
                 hidden = tuple(h.detach() for h in hidden)
-                loss, _, _ = loss_terms(torch, y, g, a, args.under_weight, args.quartic)
+                loss, _, _ = loss_terms(torch, y, g, a, args.under_weight, args.quartic, r, args.transient_weight)
                 optimizer.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
