@@ -22,6 +22,9 @@ plus 0.5 x the speech activity's cross-entropy. Counted once (symmetric, as RNNo
 retrained model scored PESQ-WB 1.837 on the deciding set (family a) against 1.883. `--quartic W`
 adds W x the error's fourth power, as RNNoise's training does with 10: with 10 the deciding set
 stayed level and clean speech lost 5 dB of SI-SDR (training/README.md), so the recipe leaves it out.
+`--transient-weight W` counts the error W times where a broadband rise of the noise rides on
+speech (`transient_steps`); with 8 the deciding set stayed level and family b's keys lost 0.07
+(training/README.md), so the recipe leaves it at 1.
 
 Training: stateful truncated backpropagation through time. A batch is --batch clips (32), each
 started at a random offset of 0...--window rows, walked through in consecutive windows of --window
