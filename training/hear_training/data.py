@@ -772,8 +772,9 @@ def make_clip(task):
     noise = np.zeros(n)
     kinds, babblers = [], []
     if kind != "clean":
-        names = list(KIND_WEIGHTS)
-        p = np.array([KIND_WEIGHTS[k] for k in names], float)
+        weights = STATE.get("kind_weights", KIND_WEIGHTS)
+        names = list(weights)
+        p = np.array([weights[k] for k in names], float)
         kinds = [names[rng.choice(len(names), p=p / p.sum())]]
         if rng.random() < 0.25:
             second = names[rng.choice(len(names), p=p / p.sum())]
@@ -878,7 +879,15 @@ def main():
     parser.add_argument("--first", type=int, default=0, help="index of the first clip (to extend a set)")
     parser.add_argument("--workers", type=int, default=2, help="processes (at most the machine's cores)")
     parser.add_argument("--rate", type=int, default=RATE, help="sample rate of the files written (Hz)")
+    parser.add_argument("--kinds", help="draw the background noise from these kinds only (comma-separated, "
+                        "KIND_WEIGHTS' names), e.g. a set to fine-tune on one kind of noise")
     args = parser.parse_args()
+    if args.kinds:
+        chosen = args.kinds.split(",")
+        unknown = [k for k in chosen if k not in KIND_WEIGHTS]
+        if unknown:
+            parser.error(f"--kinds: no such noise kind {', '.join(unknown)} (kinds: {', '.join(KIND_WEIGHTS)})")
+        STATE["kind_weights"] = {k: KIND_WEIGHTS[k] for k in chosen}
 
     started = time.time()
     os.makedirs(args.out, exist_ok=True)
@@ -913,7 +922,7 @@ def main():
     manifest_path = os.path.join(args.out, "manifest.json")
     manifest = {"split": args.split, "seed": args.seed, "rate": args.rate, "seconds": args.seconds,
                 "format": "raw little-endian float32, mono; input = clean + noise, target = clean",
-                "clips": entries}
+                **({"kinds": args.kinds.split(",")} if args.kinds else {}), "clips": entries}
     if args.first and os.path.exists(manifest_path):
         with open(manifest_path) as f:
             old = json.load(f)

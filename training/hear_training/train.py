@@ -332,6 +332,9 @@ def fingerprint(data, args):
     under = f" under {args.under_weight}" if args.under_weight != 2.0 else ""
     under += f" quartic {args.quartic}" if args.quartic else ""
     under += f" transient {args.transient_weight}" if args.transient_weight != 1.0 else ""
+    if args.init:
+        with open(args.init, "rb") as f:
+            under += f" init {hashlib.sha256(f.read()).hexdigest()[:16]} lr {args.lr}"
     h = hashlib.sha256(f"loss {LOSS_VERSION} row {ROW} stride {STRIDE} dense {args.dense} hidden {args.hidden} "
                        f"window {args.window} batch {args.batch} offsets {not args.no_offsets}{under}".encode())
     for directory in sets(data, "train") + sets(data, "valid"):
@@ -584,6 +587,9 @@ def main():
                         help="weight of the fourth power of the gain error beside its square (RNNoise's training uses 10; measured with 10 here: training/README.md)")
     parser.add_argument("--transient-weight", type=float, default=1.0,
                         help="weight of the gain error where a broadband transient of the noise rides on speech (transient_steps; 1: none)")
+    parser.add_argument("--init", metavar="CHECKPOINT",
+                        help="start from these weights (a checkpoint this script saved: checkpoints/UPDATE.pt, "
+                             "best.pt), not from the seeded initialisation: a fine-tuning run, its own schedule")
     parser.add_argument("--valid-every", type=int, default=1000, help="updates between validations and checkpoints")
     # One thread: OpenMP's spinning threads slow this small model down 50-fold as soon as anything
     # else runs on the 2 cores (measured: 54 s against 0.66 s for one batch).
@@ -605,6 +611,8 @@ def main():
     parser.add_argument("--init-only", action="store_true", help="export an untrained model (seeded), for wiring tests")
     parser.add_argument("--check", action="store_true", help="compare the numpy GRU with PyTorch's (outputs, gradients) and stop")
     args = parser.parse_args()
+    if args.init and not os.path.isfile(args.init):
+        parser.error(f"--init {args.init}: no such file")
     if args.dense % 8 or args.hidden % 8 or args.dense <= 0 or args.hidden <= 0:
         parser.error("--dense and --hidden must be positive multiples of 8 (GainModel.swift)")
 
@@ -668,6 +676,13 @@ def main():
         # A fresh run: the checkpoints and candidates of an earlier one are not among its own.
         for kept in ("checkpoints", "candidates"):
             shutil.rmtree(os.path.join(args.work, kept), ignore_errors=True)
+        if args.init:
+            try:
+                model.load_state_dict(torch.load(args.init, map_location=device)["model"])
+            except (RuntimeError, KeyError) as error:
+                sys.exit(f"--init {args.init}: not a checkpoint of a model of these sizes "
+                         f"(dense {args.dense}, hidden {args.hidden}): {error}")
+            print(f"starting from the weights of {args.init}", file=sys.stderr)
     if os.path.exists(latest):
         checkpoint = torch.load(latest, map_location=device)
         model.load_state_dict(checkpoint["model"])
