@@ -1,12 +1,19 @@
-"""Two measurements behind constants of the suppressor (SpeechActivity's voicing threshold, SpectralGain's bin-by-bin mask), outside the suppressor itself.
+"""Measurements behind the suppressor's constants and its model (training/README.md).
 
   python -m hear_training.analysis voicing   how well a pitch (the gate's voicing feature) tells a talker from
                                noise: share of frames above the threshold and the median, per noise
                                alone and for a talker's voiced frames in that noise, per SNR
   python -m hear_training.analysis mask      how wide a unity mask around a steady sinusoid must be for it to
                                keep its level through the suppressor's analysis/synthesis windows
+  python -m hear_training.analysis kept FAMILY NOISE SNR
+                               how much of the noise hear, RNNoise and the training target in the
+                               model's place keep in the 40 ms after each rise of the noise, under a
+                               voice and away from it (12 deciding clips; needs the eval cache)
+  python -m hear_training.analysis hedging DIR [KIND ...]
+                               the committed model's band gains against their targets on a training
+                               set's clips (hear-features' rows), where speech or noise dominates
 
-Both model hear at 48 kHz (N = 1024, M = 128) in numpy; run with the evaluation's venv
+voicing and mask model hear at 48 kHz (N = 1024, M = 128) in numpy. All run with the evaluation's venv
 (`make eval-deps` creates it), from the repository: .build/venv/bin/python -m hear_training.analysis voicing
 """
 
@@ -100,5 +107,97 @@ def mask():
         print(f"  unity over +-{half_width} bins: " + "  ".join(f"{level(100 + o, half_width, 0.1):+.2f}" for o in (0, 0.25, 0.5)))
 
 
+# Delays after a rise of the noise (ms) over which `kept` sums.
+KEPT_EDGES_MS = (0, 2, 4, 6, 8, 12, 20, 40)
+
+
+def noise_kept(x, clean, y, hop=32, window=128):
+    """Per KEPT_EDGES_MS span: the noise kept (the mask |Y| / |X| of each bin of a `window`-sample
+    STFT applied to the noise's bins) and the noise there, summed after each rise of the noise by
+    10 dB over its last 10 ms, split by whether a voice is within 15 ms (row 0) or not (row 1)."""
+    from scipy.signal import stft
+    spectra = [stft(v, nperseg=window, noverlap=window - hop)[2] for v in (x, y, clean)]
+    noise = spectra[0] - spectra[2]
+    mask = np.minimum(np.abs(spectra[1]) / np.maximum(np.abs(spectra[0]), 1e-9), 2)
+    noise_power = (np.abs(noise) ** 2).sum(0)
+    speech_power = (np.abs(spectra[2]) ** 2).sum(0)
+    kept_power = (mask ** 2 * np.abs(noise) ** 2).sum(0)
+    frames_10ms = int(0.01 * RATE / hop)
+    before = np.convolve(noise_power, np.ones(frames_10ms) / frames_10ms, "full")[:len(noise_power)]
+    before = np.concatenate([[1e-20], before[:-1]])
+    rises = np.where((noise_power > 10 * before + 1e-12) & (noise_power > 1e-3 * noise_power.max()))[0]
+    voice = np.convolve(speech_power > 1e-7 * speech_power.max(), np.ones(2 * int(0.015 * RATE / hop) + 1), "same") > 0
+    kept, total = np.zeros((2, len(KEPT_EDGES_MS) - 1)), np.zeros((2, len(KEPT_EDGES_MS) - 1))
+    last = -np.inf
+    for i in rises:
+        if i - last < 0.04 * RATE / hop:  # one press: the first rise of 40 ms
+            continue
+        last = i
+        row = 0 if voice[i] else 1
+        for e in range(len(KEPT_EDGES_MS) - 1):
+            span = slice(i + int(KEPT_EDGES_MS[e] * RATE / 1000 / hop), i + int(KEPT_EDGES_MS[e + 1] * RATE / 1000 / hop))
+            kept[row, e] += kept_power[span].sum()
+            total[row, e] += noise_power[span].sum()
+    return kept, total
+
+
+def kept(family, noise, snr, clips=12):
+    from . import evaluate, methods
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    release = os.path.join(root, ".build/release")
+    deciding, clean_only = corpus.build_recorded(os.path.join(root, ".build/eval-cache"), ["deciding"], family)["deciding"]
+    chosen = [c for c in deciding if c["noise"] == noise and c["snr"] == int(snr)][:clips]
+    controls = {"eq.enable": 0, "comp.enable": 0, "ns.mode": 1}
+    candidates = [methods.Hear(os.path.join(release, "libhear.so"), os.path.join(release, "hear-host"), controls),
+                  methods.RNNoise(), methods.Oracle(os.path.join(release, "hear-features"), "bands", controls=controls)]
+    print(f"noise kept (dB) after each rise of the noise, family {family}, {noise}, {snr} dB, {len(chosen)} clips; "
+          "spans in ms after the rise: " + " ".join(f"{a}-{b}" for a, b in zip(KEPT_EDGES_MS, KEPT_EDGES_MS[1:])))
+    for method in candidates:
+        lag = evaluate.measure_delay(method, clean_only)
+        kept_sum, total = 0, 0
+        for clip in chosen:
+            x, clean = clip["noisy"], clip["clean"]
+            pad = np.zeros(method.rate // 5)
+            y = evaluate.align(evaluate.through(method, np.concatenate([x, pad]), np.concatenate([clean, pad])), lag, len(x))
+            k, t = noise_kept(x, clean, y)
+            kept_sum, total = kept_sum + k, total + t
+        level = 10 * np.log10(np.maximum(kept_sum, 1e-30) / np.maximum(total, 1e-30))
+        name = getattr(method, "name", type(method).__name__)
+        for row, where in enumerate(("under a voice", "away from it")):
+            print(f"  {name:14s} {where:14s} " + " ".join(f"{v:6.1f}" for v in level[row]))
+
+
+def hedging(directory, *kinds, clips=40):
+    """Over a training set's clips with speech (DIR/manifest.json, DIR/NAME.feat), per noise kind:
+    the committed model's mean band gain and the target sqrt(S / (S + N)) where the speech stands
+    6 dB above the noise, where the noise outweighs the speech while somebody speaks, and where a
+    transient rides within 10 dB of the voice (train.transient_steps)."""
+    import json
+    from . import train
+    weights = train.blob_weights(train.BLOB)
+    with open(os.path.join(directory, "manifest.json")) as f:
+        entries = json.load(f)["clips"]
+    for kind in kinds or ("white", "pink", "babble", "keyboard"):
+        names = [e["clip"] for e in entries if e["type"] == "speech+noise" and not e.get("typing")
+                 and kind in e.get("noises", [])][:clips]
+        sums = {k: [[], []] for k in ("speech 6 dB above the noise", "noise above the speech, voiced step", "a transient on the voice")}
+        for name in names:
+            rows = np.fromfile(os.path.join(directory, name + ".feat"), dtype="<f4").reshape(-1, train.ROW)
+            x = rows[:, :train.FEATURES]
+            noisy, clean, noise = (rows[:, train.FEATURES + i * train.BANDS:train.FEATURES + (i + 1) * train.BANDS] for i in range(3))
+            target = np.sqrt(clean / np.maximum(clean + noise, 1e-20))
+            gain = train.reference_forward(weights, x)[:, :train.BANDS]
+            present = noisy > 1e-10
+            voiced = (clean.sum(1, keepdims=True) > 1e-7) & present
+            for key, where in zip(sums, (present & (clean > 4 * noise), voiced & (noise > clean), train.transient_steps(clean, noise))):
+                sums[key][0].append(gain[where])
+                sums[key][1].append(target[where])
+        print(f"{kind} ({len(names)} clips):")
+        for key, (model, target) in sums.items():
+            model, target = np.concatenate(model), np.concatenate(target)
+            print(f"  {key:38s} {len(model):8d} step-bands: model {model.mean():.3f}, target {target.mean():.3f}")
+
+
 if __name__ == "__main__":
-    {"voicing": voicing, "mask": mask}[sys.argv[1] if len(sys.argv) > 1 else "voicing"]()
+    command = sys.argv[1] if len(sys.argv) > 1 else "voicing"
+    {"voicing": voicing, "mask": mask, "kept": kept, "hedging": hedging}[command](*sys.argv[2:])

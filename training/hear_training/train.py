@@ -34,7 +34,8 @@ down to 5 % of it over --updates (15,000) updates, gradient norm clipped at 1.0,
 CPU thread (--threads). About every --valid-every (1,000) updates, at the end of a batch, the
 validation loss (every validation clip, whole, from a zero state) and a checkpoint (model,
 optimizer, scheduler, position, history): a rerun resumes from it, `--minutes N` stops cleanly
-after N minutes (checkpointed). Every checkpoint's weights stay (WORK/checkpoints/UPDATE.pt), and
+after N minutes (checkpointed). `--init CHECKPOINT` starts from a saved model's weights instead of
+the seeded ones: a fine-tuning run with its own schedule (2,500 updates take about 6 minutes). Every checkpoint's weights stay (WORK/checkpoints/UPDATE.pt), and
 `--export-candidates` writes them and the weight means of the last 3 and 5 as blobs that pick.py
 scores by PESQ-WB on the validation clips (`make train` exports pick.py's choice with
 `--export-candidate NAME`); run alone, train.py exports the checkpoint with the lowest validation loss:
@@ -329,14 +330,14 @@ def test_fast_gru():
 def fingerprint(data, args):
     """What a checkpoint belongs to: the loss version, the row layout, the model's sizes and stride,
     the window, batch and offsets, and the data sets' manifests."""
-    under = f" under {args.under_weight}" if args.under_weight != 2.0 else ""
-    under += f" quartic {args.quartic}" if args.quartic else ""
-    under += f" transient {args.transient_weight}" if args.transient_weight != 1.0 else ""
+    options = f" under {args.under_weight}" if args.under_weight != 2.0 else ""
+    options += f" quartic {args.quartic}" if args.quartic else ""
+    options += f" transient {args.transient_weight}" if args.transient_weight != 1.0 else ""
     if args.init:
         with open(args.init, "rb") as f:
-            under += f" init {hashlib.sha256(f.read()).hexdigest()[:16]} lr {args.lr}"
+            options += f" init {hashlib.sha256(f.read()).hexdigest()[:16]} lr {args.lr}"
     h = hashlib.sha256(f"loss {LOSS_VERSION} row {ROW} stride {STRIDE} dense {args.dense} hidden {args.hidden} "
-                       f"window {args.window} batch {args.batch} offsets {not args.no_offsets}{under}".encode())
+                       f"window {args.window} batch {args.batch} offsets {not args.no_offsets}{options}".encode())
     for directory in sets(data, "train") + sets(data, "valid"):
         with open(os.path.join(directory, "manifest.json"), "rb") as f:
             h.update(f.read())
@@ -429,6 +430,29 @@ def blob_bytes(model):
     count = sum(a.size for a in arrays)
     header = b"HEARGRU1" + struct.pack("<8I", 1, FEATURES, dense, hidden, OUTPUTS, STRIDE, count, fnv1a(payload))
     return header + payload, arrays
+
+
+def blob_weights(path):
+    """The weights of an exported blob (`blob_bytes`' inverse), float32, in `weights_in_order`'s
+    order: what `reference_forward` runs."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"HEARGRU1" or len(data) < 40:
+        raise ValueError(f"{path}: not a model blob of train.py's")
+    _, inputs, dense, hidden, outputs, _, count, checksum = struct.unpack("<8I", data[8:40])
+    payload = data[40:]
+    if len(payload) != 2 * count or fnv1a(payload) != checksum:
+        raise ValueError(f"{path}: damaged (its size or checksum does not match its header)")
+    h3 = 3 * hidden
+    shapes = [(dense, inputs), (dense,), (h3, dense), (h3, hidden), (h3,), (h3,),
+              (h3, hidden), (h3, hidden), (h3,), (h3,), (outputs, 2 * hidden), (outputs,)]
+    values = np.frombuffer(payload, dtype="<f2").astype(np.float32)
+    arrays, at = [], 0
+    for shape in shapes:
+        size = int(np.prod(shape))
+        arrays.append(values[at:at + size].reshape(shape))
+        at += size
+    return arrays
 
 
 def write_atomically(path, data):
