@@ -9,9 +9,16 @@
                                how much of the noise hear, RNNoise and the training target in the
                                model's place keep in the 40 ms after each rise of the noise, under a
                                voice and away from it (12 deciding clips; needs the eval cache)
+  python -m hear_training.analysis speech-kept FAMILY NOISE SNR
+                               per frequency region, how much of the speech hear, RNNoise and the
+                               training target in the model's place keep where the speech dominates
+                               a bin, and of the noise where it dominates while somebody speaks
   python -m hear_training.analysis hedging DIR [KIND ...]
                                the committed model's band gains against their targets on a training
                                set's clips (hear-features' rows), where speech or noise dominates
+  python -m hear_training.analysis deciding-gains FAMILY NOISE SNR [BLOB]
+                               the same on deciding clips where the speech dominates, per region
+                               (below 1.5 kHz, 1.5-4 and 4-8 kHz)
 
 voicing and mask model hear at 48 kHz (N = 1024, M = 128) in numpy. All run with the evaluation's venv
 (`make eval-deps` creates it), from the repository: .build/venv/bin/python -m hear_training.analysis voicing
@@ -142,29 +149,86 @@ def noise_kept(x, clean, y, hop=32, window=128):
 
 
 def kept(family, noise, snr, clips=12):
-    from . import evaluate, methods
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    release = os.path.join(root, ".build/release")
-    deciding, clean_only = corpus.build_recorded(os.path.join(root, ".build/eval-cache"), ["deciding"], family)["deciding"]
-    chosen = [c for c in deciding if c["noise"] == noise and c["snr"] == int(snr)][:clips]
-    controls = {"eq.enable": 0, "comp.enable": 0, "ns.mode": 1}
-    candidates = [methods.Hear(os.path.join(release, "libhear.so"), os.path.join(release, "hear-host"), controls),
-                  methods.RNNoise(), methods.Oracle(os.path.join(release, "hear-features"), "bands", controls=controls)]
+    chosen, clean_only = deciding_clips(family, noise, snr, clips)
     print(f"noise kept (dB) after each rise of the noise, family {family}, {noise}, {snr} dB, {len(chosen)} clips; "
           "spans in ms after the rise: " + " ".join(f"{a}-{b}" for a, b in zip(KEPT_EDGES_MS, KEPT_EDGES_MS[1:])))
-    for method in candidates:
-        lag = evaluate.measure_delay(method, clean_only)
+    for method in candidates():
         kept_sum, total = 0, 0
-        for clip in chosen:
-            x, clean = clip["noisy"], clip["clean"]
-            pad = np.zeros(method.rate // 5)
-            y = evaluate.align(evaluate.through(method, np.concatenate([x, pad]), np.concatenate([clean, pad])), lag, len(x))
+        for x, clean, y in outputs(method, chosen, clean_only):
             k, t = noise_kept(x, clean, y)
             kept_sum, total = kept_sum + k, total + t
         level = 10 * np.log10(np.maximum(kept_sum, 1e-30) / np.maximum(total, 1e-30))
         name = getattr(method, "name", type(method).__name__)
         for row, where in enumerate(("under a voice", "away from it")):
             print(f"  {name:14s} {where:14s} " + " ".join(f"{v:6.1f}" for v in level[row]))
+
+
+# Frequency regions (Hz) over which `speech_kept` sums.
+REGION_EDGES_HZ = (0, 500, 1500, 4000, 8000, 24000)
+
+
+def speech_and_noise_kept(x, clean, y, window=N, hop=M):
+    """Per REGION_EDGES_HZ region, from the mask |Y|^2 / |X|^2 of each bin of a `window`-sample
+    STFT (the suppressor's own resolution): the speech kept where the speech stands 6 dB above the
+    noise (sum of mask x speech power, and of the speech power), and the noise kept where the noise
+    outweighs the speech in a frame with speech (the same sums for the noise)."""
+    from scipy.signal import stft
+    f, _, spectrum = stft(x, fs=RATE, nperseg=window, noverlap=window - hop)
+    out, speech = (stft(v, fs=RATE, nperseg=window, noverlap=window - hop)[2] for v in (y, clean))
+    mask = np.minimum(np.abs(out) / np.maximum(np.abs(spectrum), 1e-9), 2) ** 2
+    speech_power, noise_power = np.abs(speech) ** 2, np.abs(spectrum - speech) ** 2
+    dominated = speech_power > 4 * noise_power
+    frames = speech_power.sum(0)
+    voiced = (frames > 1e-7 * frames.max())[None, :]
+    sums = np.zeros((4, len(REGION_EDGES_HZ) - 1))
+    for e in range(len(REGION_EDGES_HZ) - 1):
+        region = ((f >= REGION_EDGES_HZ[e]) & (f < REGION_EDGES_HZ[e + 1]))[:, None]
+        speech_here, noise_here = dominated & region, ~dominated & region & voiced
+        sums[:, e] = ((mask * speech_power)[speech_here].sum(), speech_power[speech_here].sum(),
+                      (mask * noise_power)[noise_here].sum(), noise_power[noise_here].sum())
+    return sums
+
+
+def candidates():
+    """hear (the release build, its EQ and compressor off), RNNoise and the band target in the
+    model's place (hear-features oracle --place bands)."""
+    from . import methods
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    release = os.path.join(root, ".build/release")
+    controls = {"eq.enable": 0, "comp.enable": 0, "ns.mode": 1}
+    return [methods.Hear(os.path.join(release, "libhear.so"), os.path.join(release, "hear-host"), controls),
+            methods.RNNoise(), methods.Oracle(os.path.join(release, "hear-features"), "bands", controls=controls)]
+
+
+def deciding_clips(family, noise, snr, clips=12):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    deciding, clean_only = corpus.build_recorded(os.path.join(root, ".build/eval-cache"), ["deciding"], family)["deciding"]
+    return [c for c in deciding if c["noise"] == noise and c["snr"] == int(snr)][:clips], clean_only
+
+
+def outputs(method, chosen, clean_only):
+    """The method's output for each clip, lined up with its input."""
+    from . import evaluate
+    lag = evaluate.measure_delay(method, clean_only)
+    for clip in chosen:
+        x, clean = clip["noisy"], clip["clean"]
+        pad = np.zeros(method.rate // 5)
+        yield x, clean, evaluate.align(evaluate.through(method, np.concatenate([x, pad]), np.concatenate([clean, pad])), lag, len(x))
+
+
+def speech_kept(family, noise, snr, clips=12):
+    """Per frequency region: how much of the speech hear, RNNoise and the band target keep where
+    the speech dominates a bin, and how much of the noise where the noise dominates while somebody
+    speaks (12 deciding clips of one noise and SNR)."""
+    chosen, clean_only = deciding_clips(family, noise, snr, clips)
+    regions = " ".join(f"{a}-{b}".rjust(10) for a, b in zip(REGION_EDGES_HZ, REGION_EDGES_HZ[1:]))
+    print(f"family {family}, {noise}, {snr} dB, {len(chosen)} clips; kept (dB) per region (Hz): {regions}")
+    for method in candidates():
+        sums = sum(speech_and_noise_kept(*clip) for clip in outputs(method, chosen, clean_only))
+        levels = 10 * np.log10(np.maximum(sums[[0, 2]], 1e-30) / np.maximum(sums[[1, 3]], 1e-30))
+        name = getattr(method, "name", type(method).__name__)
+        for row, what in enumerate(("speech, where it dominates", "noise, where it dominates")):
+            print(f"  {name:14s} {what:27s} " + " ".join(f"{v:10.1f}" for v in levels[row]))
 
 
 def hedging(directory, *kinds, clips=40):
@@ -198,6 +262,55 @@ def hedging(directory, *kinds, clips=40):
             print(f"  {key:38s} {len(model):8d} step-bands: model {model.mean():.3f}, target {target.mean():.3f}")
 
 
+def band_centres():
+    """SpeechBandLayout's centres (Hz): 100 Hz apart to 400 Hz, then even on the ERB-rate scale to 20 kHz."""
+    erb = lambda hz: 21.4 * np.log10(1 + 0.00437 * hz)
+    low, high = erb(500.0), erb(20000.0)
+    return np.array([b * 100.0 if b < 5 else (10 ** ((low + (b - 5) * (high - low) / 26) / 21.4) - 1) / 0.00437
+                     for b in range(32)])
+
+
+def gains_by_region(rows_list, weights, edges=(0, 1500, 4000, 8000)):
+    """Per region: the model's mean band gain and the target's where the speech stands 6 dB above
+    the noise (hear-features' rows), and how many step-bands."""
+    from . import train
+    centres = band_centres()
+    model, target = [[] for _ in edges[1:]], [[] for _ in edges[1:]]
+    for rows in rows_list:
+        x = rows[:, :train.FEATURES]
+        noisy, clean, noise = (rows[:, train.FEATURES + i * train.BANDS:train.FEATURES + (i + 1) * train.BANDS] for i in range(3))
+        wanted = np.sqrt(clean / np.maximum(clean + noise, 1e-20))
+        gain = train.reference_forward(weights, x)[:, :train.BANDS]
+        dominated = (noisy > 1e-10) & (clean > 4 * noise)
+        for e in range(len(edges) - 1):
+            where = dominated & ((centres >= edges[e]) & (centres < edges[e + 1]))[None, :]
+            model[e].append(gain[where])
+            target[e].append(wanted[where])
+    return [(np.concatenate(m).mean(), np.concatenate(t).mean(), len(np.concatenate(m))) for m, t in zip(model, target)]
+
+
+def deciding_gains(family, noise, snr, blob=None, clips=12):
+    """The committed model's (or `blob`'s) band gains against the target sqrt(S / (S + N)) on
+    deciding clips, where the speech dominates a band, per region: the features computed by
+    hear-features from the clips written to a scratch folder."""
+    import subprocess
+    import tempfile
+    from . import train
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    weights = train.blob_weights(blob or train.BLOB)
+    chosen, _ = deciding_clips(family, noise, snr, clips)
+    with tempfile.TemporaryDirectory() as folder:
+        for i, clip in enumerate(chosen):
+            clip["clean"].astype("<f4").tofile(os.path.join(folder, f"{i:03d}-clean.f32"))
+            (clip["noisy"] - clip["clean"]).astype("<f4").tofile(os.path.join(folder, f"{i:03d}-noise.f32"))
+        subprocess.run([os.path.join(root, ".build/release/hear-features"), folder], check=True, capture_output=True)
+        rows = [np.fromfile(os.path.join(folder, f"{i:03d}.feat"), dtype="<f4").reshape(-1, train.ROW) for i in range(len(chosen))]
+    print(f"family {family}, {noise}, {snr} dB, {len(chosen)} clips: band gains where the speech dominates")
+    for (lo, hi), (model, target, count) in zip(((0, 1500), (1500, 4000), (4000, 8000)), gains_by_region(rows, weights)):
+        print(f"  {lo:5d}-{hi:5d} Hz  model {model:.3f}  target {target:.3f}  ({count} step-bands)")
+
+
 if __name__ == "__main__":
     command = sys.argv[1] if len(sys.argv) > 1 else "voicing"
-    {"voicing": voicing, "mask": mask, "kept": kept, "hedging": hedging}[command](*sys.argv[2:])
+    {"voicing": voicing, "mask": mask, "kept": kept, "speech-kept": speech_kept,
+     "hedging": hedging, "deciding-gains": deciding_gains}[command](*sys.argv[2:])
