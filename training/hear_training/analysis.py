@@ -32,6 +32,8 @@ import numpy as np
 from . import corpus
 
 N, M = 1024, 128
+# The repository: the release build and the evaluation's cache lie under it.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RATE = corpus.RATE
 
 
@@ -193,16 +195,14 @@ def candidates():
     """hear (the release build, its EQ and compressor off), RNNoise and the band target in the
     model's place (hear-features oracle --place bands)."""
     from . import methods
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    release = os.path.join(root, ".build/release")
+    release = os.path.join(ROOT, ".build/release")
     controls = {"eq.enable": 0, "comp.enable": 0, "ns.mode": 1}
     return [methods.Hear(os.path.join(release, "libhear.so"), os.path.join(release, "hear-host"), controls),
             methods.RNNoise(), methods.Oracle(os.path.join(release, "hear-features"), "bands", controls=controls)]
 
 
 def deciding_clips(family, noise, snr, clips=12):
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    deciding, clean_only = corpus.build_recorded(os.path.join(root, ".build/eval-cache"), ["deciding"], family)["deciding"]
+    deciding, clean_only = corpus.build_recorded(os.path.join(ROOT, ".build/eval-cache"), ["deciding"], family)["deciding"]
     return [c for c in deciding if c["noise"] == noise and c["snr"] == int(snr)][:clips], clean_only
 
 
@@ -247,10 +247,7 @@ def hedging(directory, *kinds, clips=40):
         sums = {k: [[], []] for k in ("speech 6 dB above the noise", "noise above the speech, voiced step", "a transient on the voice")}
         for name in names:
             rows = np.fromfile(os.path.join(directory, name + ".feat"), dtype="<f4").reshape(-1, train.ROW)
-            x = rows[:, :train.FEATURES]
-            noisy, clean, noise = (rows[:, train.FEATURES + i * train.BANDS:train.FEATURES + (i + 1) * train.BANDS] for i in range(3))
-            target = np.sqrt(clean / np.maximum(clean + noise, 1e-20))
-            gain = train.reference_forward(weights, x)[:, :train.BANDS]
+            noisy, clean, noise, gain, target = model_and_target(rows, weights)
             present = noisy > 1e-10
             voiced = (clean.sum(1, keepdims=True) > 1e-7) & present
             for key, where in zip(sums, (present & (clean > 4 * noise), voiced & (noise > clean), train.transient_steps(clean, noise))):
@@ -262,28 +259,26 @@ def hedging(directory, *kinds, clips=40):
             print(f"  {key:38s} {len(model):8d} step-bands: model {model.mean():.3f}, target {target.mean():.3f}")
 
 
-def band_centres():
-    """SpeechBandLayout's centres (Hz): 100 Hz apart to 400 Hz, then even on the ERB-rate scale to 20 kHz."""
-    erb = lambda hz: 21.4 * np.log10(1 + 0.00437 * hz)
-    low, high = erb(500.0), erb(20000.0)
-    return np.array([b * 100.0 if b < 5 else (10 ** ((low + (b - 5) * (high - low) / 26) / 21.4) - 1) / 0.00437
-                     for b in range(32)])
+def model_and_target(rows, weights):
+    """From hear-features' rows: the band powers of the noisy stream, the clean speech and the
+    noise, the model's band gains and the target sqrt(S / (S + N))."""
+    from . import train
+    bands = train.BANDS
+    noisy, clean, noise = (rows[:, train.FEATURES + i * bands:train.FEATURES + (i + 1) * bands] for i in range(3))
+    gain = train.reference_forward(weights, rows[:, :train.FEATURES])[:, :bands]
+    return noisy, clean, noise, gain, np.sqrt(clean / np.maximum(clean + noise, 1e-20))
 
 
 def gains_by_region(rows_list, weights, edges=(0, 1500, 4000, 8000)):
     """Per region: the model's mean band gain and the target's where the speech stands 6 dB above
     the noise (hear-features' rows), and how many step-bands."""
     from . import train
-    centres = band_centres()
     model, target = [[] for _ in edges[1:]], [[] for _ in edges[1:]]
     for rows in rows_list:
-        x = rows[:, :train.FEATURES]
-        noisy, clean, noise = (rows[:, train.FEATURES + i * train.BANDS:train.FEATURES + (i + 1) * train.BANDS] for i in range(3))
-        wanted = np.sqrt(clean / np.maximum(clean + noise, 1e-20))
-        gain = train.reference_forward(weights, x)[:, :train.BANDS]
+        noisy, clean, noise, gain, wanted = model_and_target(rows, weights)
         dominated = (noisy > 1e-10) & (clean > 4 * noise)
         for e in range(len(edges) - 1):
-            where = dominated & ((centres >= edges[e]) & (centres < edges[e + 1]))[None, :]
+            where = dominated & ((train.CENTRES >= edges[e]) & (train.CENTRES < edges[e + 1]))[None, :]
             model[e].append(gain[where])
             target[e].append(wanted[where])
     return [(np.concatenate(m).mean(), np.concatenate(t).mean(), len(np.concatenate(m))) for m, t in zip(model, target)]
@@ -296,14 +291,13 @@ def deciding_gains(family, noise, snr, blob=None, clips=12):
     import subprocess
     import tempfile
     from . import train
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     weights = train.blob_weights(blob or train.BLOB)
     chosen, _ = deciding_clips(family, noise, snr, clips)
     with tempfile.TemporaryDirectory() as folder:
         for i, clip in enumerate(chosen):
             clip["clean"].astype("<f4").tofile(os.path.join(folder, f"{i:03d}-clean.f32"))
             (clip["noisy"] - clip["clean"]).astype("<f4").tofile(os.path.join(folder, f"{i:03d}-noise.f32"))
-        subprocess.run([os.path.join(root, ".build/release/hear-features"), folder], check=True, capture_output=True)
+        subprocess.run([os.path.join(ROOT, ".build/release/hear-features"), folder], check=True, capture_output=True)
         rows = [np.fromfile(os.path.join(folder, f"{i:03d}.feat"), dtype="<f4").reshape(-1, train.ROW) for i in range(len(chosen))]
     print(f"family {family}, {noise}, {snr} dB, {len(chosen)} clips: band gains where the speech dominates")
     for (lo, hi), (model, target, count) in zip(((0, 1500), (1500, 4000), (4000, 8000)), gains_by_region(rows, weights)):
