@@ -364,7 +364,10 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
     }
 
     /// 1,000 dlopen / instantiate / run / cleanup / dlclose cycles (both labels) leave the
-    /// heap where it was after 10.
+    /// heap where it was after 10, but for a few KB that vary from run to run and do not grow
+    /// with the cycles (measured here: 48 to 2,896 bytes after 1,000 cycles in eleven runs, 48
+    /// to 1,920 after 5,000 in three). A leak of one allocation a cycle (32 bytes at least,
+    /// glibc's smallest chunk) grows it by 31,680 bytes or more, twice the bound.
     @Test func loadUnloadCyclesDoNotGrowTheHeap() throws {
         try Built.require()
         let sandbox = try Sandbox()
@@ -379,7 +382,7 @@ private let hasPython = FileManager.default.isExecutableFile(atPath: "/usr/bin/p
         let growth = (fields["heap_after_n"] ?? 0) - (fields["heap_after_10"] ?? 0)
         print("1,000 load/unload cycles in \(Int(monotonicNow() - started)) s: heap \(fields["heap_after_10"] ?? -1) B after 10, \(fields["heap_after_n"] ?? -1) B after 1,000 (\(growth) B)")
         #expect(fields["heap_after_n"] != nil)
-        #expect(growth < 2048, "the heap grew \(growth) bytes over 990 cycles")
+        #expect(growth < 990 * 16, "the heap grew \(growth) bytes over 990 cycles")
     }
 
     // MARK: hearctl against hostile or broken servers
