@@ -269,7 +269,11 @@ def model_and_target(rows, weights):
     return noisy, clean, noise, gain, np.sqrt(clean / np.maximum(clean + noise, 1e-20))
 
 
-def gains_by_region(rows_list, weights, edges=(0, 1500, 4000, 8000)):
+# Regions (Hz) over which `deciding_gains` averages the model's band gains.
+GAIN_EDGES_HZ = (0, 1500, 4000, 8000)
+
+
+def gains_by_region(rows_list, weights, edges=GAIN_EDGES_HZ):
     """Per region: the model's mean band gain and the target's where the speech stands 6 dB above
     the noise (hear-features' rows), and how many step-bands."""
     from . import train
@@ -300,7 +304,7 @@ def deciding_gains(family, noise, snr, blob=None, clips=12):
         subprocess.run([os.path.join(ROOT, ".build/release/hear-features"), folder], check=True, capture_output=True)
         rows = [np.fromfile(os.path.join(folder, f"{i:03d}.feat"), dtype="<f4").reshape(-1, train.ROW) for i in range(len(chosen))]
     print(f"family {family}, {noise}, {snr} dB, {len(chosen)} clips: band gains where the speech dominates")
-    for (lo, hi), (model, target, count) in zip(((0, 1500), (1500, 4000), (4000, 8000)), gains_by_region(rows, weights)):
+    for lo, hi, (model, target, count) in zip(GAIN_EDGES_HZ, GAIN_EDGES_HZ[1:], gains_by_region(rows, weights)):
         print(f"  {lo:5d}-{hi:5d} Hz  model {model:.3f}  target {target:.3f}  ({count} step-bands)")
 
 

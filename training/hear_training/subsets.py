@@ -5,9 +5,9 @@ more talkers are worth (training/README.md, "What more speech would buy"):
                  their clip count and dealt 1-0-0-1, so that both halves hold large and small talkers)
   all-talkers    as many clips with speech, drawn at random (seeded) from every talker
 
-Both keep every noise-only clip and the whole validation sets, per stream (48, 16 and 8 kHz). A set is
-a folder of symbolic links to the mixtures' feature files and a manifest of the clips it keeps, which
-train.py reads as it reads `make train`'s folder:
+Both keep every noise-only clip and the whole validation sets, per set that train.py reads (`sets`:
+train, train-16k, train-8k). A set is a folder of symbolic links to the mixtures' feature files and a
+manifest of the clips it keeps, which train.py reads as it reads `make train`'s folder:
 
   PYTHONPATH=training python3 -m hear_training.subsets .build/train/data OUT
   PYTHONPATH=training python3 -m hear_training.train --data OUT/half-talkers --work WORK ...
@@ -19,8 +19,7 @@ import json
 import os
 import random
 
-STREAMS = ("train", "train-16k", "train-8k")
-VALIDATION = ("valid", "valid-16k", "valid-8k")
+from .train import manifest as read_manifest, sets
 
 
 def half_of_the_talkers(clips):
@@ -52,22 +51,20 @@ def main():
     if os.path.exists(args.out):
         parser.error(f"{args.out} exists: give a new folder")
     rng = random.Random(args.seed)
-    with open(os.path.join(data, "train", "manifest.json")) as f:
-        half = half_of_the_talkers(json.load(f)["clips"])
-    for stream in STREAMS:
-        with open(os.path.join(data, stream, "manifest.json")) as f:
-            manifest = json.load(f)
+    half = half_of_the_talkers(read_manifest(os.path.join(data, "train"))["clips"])
+    for directory in sets(data, "train"):
+        stream, manifest = os.path.basename(directory), read_manifest(directory)
         speech = [c for c in manifest["clips"] if c["speaker"]]
         noise_only = [c for c in manifest["clips"] if not c["speaker"]]
         halved = [c for c in speech if c["speaker"] in half]
         drawn = rng.sample(speech, len(halved))
         for name, chosen in (("half-talkers", halved), ("all-talkers", drawn)):
-            write_set(os.path.join(data, stream), os.path.join(args.out, name, stream), manifest, chosen + noise_only)
+            write_set(directory, os.path.join(args.out, name, stream), manifest, chosen + noise_only)
             print(f"{name:12s} {stream:9s} {len(chosen) + len(noise_only):5d} clips, {len(chosen)} with speech "
                   f"from {len({c['speaker'] for c in chosen})} talkers")
     for name in ("half-talkers", "all-talkers"):
-        for stream in VALIDATION:
-            os.symlink(os.path.join(data, stream), os.path.join(args.out, name, stream))
+        for directory in sets(data, "valid"):
+            os.symlink(directory, os.path.join(args.out, name, os.path.basename(directory)))
     print("half-talkers speak with:", ", ".join(sorted(half)))
 
 

@@ -618,11 +618,11 @@ def main():
                         help="start from these weights (a checkpoint this script saved: checkpoints/UPDATE.pt, "
                              "best.pt), not from the seeded initialisation: a fine-tuning run, its own schedule")
     parser.add_argument("--valid-every", type=int, default=1000, help="updates between validations and checkpoints")
-    # One thread: OpenMP's spinning threads slow this small model down 50-fold as soon as anything
-    # else runs on the 2 cores (measured: 54 s against 0.66 s for one batch).
     parser.add_argument("--half-features", action="store_true",
                         help="keep the training clips' features as float16 in memory (half of the 2.2 MB a "
                              "clip; for more clips than the memory holds as float32)")
+    # One thread: OpenMP's spinning threads slow this small model down 50-fold as soon as anything
+    # else runs on the 2 cores (measured: 54 s against 0.66 s for one batch).
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu",
                         help="cpu (the numpy GRU, one thread) or cuda (PyTorch's GRU on the accelerator: training/accelerator.sh)")
