@@ -11,7 +11,10 @@ short phrases) and the pick clips (DATA/pick, 48 kHz: continuous dialog, fillets
 that RNNoise passes as dry speech, in training's noises; neither set is an evaluation talker's or
 trained on). Each output is scored by PESQ-WB against the clip's dry speech at 16 kHz, as `make
 eval` scores (the first second of each clip left out: the suppressor's start); a candidate's score
-is the mean of the two sets' means, and the highest wins;
+is the mean of the two sets' means. The checkpoint with the lowest validation loss is the default,
+and a candidate replaces it only where it sounds clearly better on both sets (`clearly_better`: by
+CLEAR_MARGIN_SE paired standard errors); among those, the highest score wins. The highest score
+alone picks within the clips' noise, and such picks lost on the deciding set (training/README.md).
 WORK/pick.json holds every candidate's score, its validation loss where it is a checkpoint, and the
 choice, which `train.py --export-candidate NAME` then exports. A candidate's scores stay beside its
 blob (NAME.pesq.json, with what they were taken from), so pick.py can run while training goes on and
@@ -39,6 +42,13 @@ METRIC_RATE = 16000
 # The suppressor's first second: its estimates settle (every clip starts from a fresh state).
 SKIP_SECONDS = 1.0
 
+
+# How clearly a candidate must sound better than the checkpoint with the lowest validation loss to
+# be chosen over it: by this many standard errors of the paired differences, in each group. The
+# late checkpoints of a run differ by a few thousandths here, less than the clips' noise, and the
+# highest score alone chose a checkpoint that scored 0.002-0.018 below the lowest loss's on the
+# deciding set in all eight of four runs' families (training/README.md, "The pick").
+CLEAR_MARGIN_SE = 2.0
 
 # The two kinds of validation speech, weighed alike: the validation talkers' words and short
 # phrases as training has them (DATA/valid*), and continuous dialog (DATA/pick: speech.py's pick
@@ -117,6 +127,28 @@ def score(task):
     return scores
 
 
+def clearly_better(scores, candidate, baseline, groups):
+    """Whether `candidate` scores above `baseline` in every group by CLEAR_MARGIN_SE standard errors
+    of the per-clip differences (the same clips: a paired comparison)."""
+    for members in groups.values():
+        d = np.array([scores[candidate][c] - scores[baseline][c] for c in members])
+        if len(d) < 2 or d.mean() <= CLEAR_MARGIN_SE * d.std(ddof=1) / np.sqrt(len(d)):
+            return False
+    return True
+
+
+def choose(table, scores, groups, by_loss):
+    """The highest-scoring candidate among those clearly better than the lowest validation loss's
+    checkpoint (`clearly_better`), else that checkpoint; without a loss history, the highest score."""
+    if by_loss is None:
+        return max(table, key=lambda row: row["pesq_wb"])
+    better = [row for row in table if row is not by_loss
+              and clearly_better(scores, row["candidate"], by_loss["candidate"], groups)]
+    for row in table:
+        row["clearly_better"] = row in better
+    return max(better, key=lambda row: row["pesq_wb"]) if better else by_loss
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=os.path.join(ROOT, ".build/train/data"))
@@ -167,14 +199,16 @@ def main():
         means = {g: float(np.mean([result[c] for c in members])) for g, members in groups.items()}
         table.append(dict(candidate=name, pesq_wb=float(np.mean(list(means.values()))), by_set=means,
                           valid_loss=losses.get(name)))
-    chosen = max(table, key=lambda row: row["pesq_wb"])
     by_loss = min((row for row in table if row["valid_loss"] is not None), key=lambda row: row["valid_loss"], default=None)
+    scores = {os.path.basename(blob)[:-4]: result for blob, result in zip(blobs, results)}
+    chosen = choose(table, scores, groups, by_loss)
     counts = ", ".join(f"{g} {len(members)}" for g, members in groups.items())
     print(f"PESQ-WB on the clips with speech ({counts}); the score is the sets' mean")
     print(f"{'candidate':<22} {'score':>7} " + " ".join(f"{g:>7}" for g in groups) + f" {'valid loss':>11}")
     for row in table:
         loss = f"{row['valid_loss']:.5f}" if row["valid_loss"] is not None else ""
-        marks = [m for m, hit in (("chosen", row is chosen), ("lowest loss", row is by_loss)) if hit]
+        marks = [m for m, hit in (("chosen", row is chosen), ("lowest loss", row is by_loss),
+                                  ("clearly better", row.get("clearly_better"))) if hit]
         print(f"{row['candidate']:<22} {row['pesq_wb']:>7.4f} " + " ".join(f"{row['by_set'][g]:>7.4f}" for g in groups)
               + f" {loss:>11}" + (f"  <- {', '.join(marks)}" if marks else ""))
     with open(os.path.join(args.work, "pick.json"), "w") as f:
