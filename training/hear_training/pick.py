@@ -142,10 +142,9 @@ def choose(table, scores, groups, by_loss):
     checkpoint (`clearly_better`), else that checkpoint; without a loss history, the highest score."""
     if by_loss is None:
         return max(table, key=lambda row: row["pesq_wb"])
-    better = [row for row in table if row is not by_loss
-              and clearly_better(scores, row["candidate"], by_loss["candidate"], groups)]
     for row in table:
-        row["clearly_better"] = row in better
+        row["clearly_better"] = row is not by_loss and clearly_better(scores, row["candidate"], by_loss["candidate"], groups)
+    better = [row for row in table if row["clearly_better"]]
     return max(better, key=lambda row: row["pesq_wb"]) if better else by_loss
 
 
