@@ -10,15 +10,18 @@
 # the bundle's check clips and that PyTorch's GRU there is the numpy GRU's (train.py --check),
 # mixes the sets of `make train` with data.py on every core, computes
 # their features with hear-features on every core, trains on the GPU (PyTorch's GRU, the same
-# equations as the CPU's numpy GRU) for the time that is left, and writes to $OUT (or
-# .build/accelerator-out): hear-model.bin and its .sha256, reference-vectors.bin, history.json,
-# loss.png and the log. Copy the first three to Sources/CHearModel/ and
-# Tests/HearDSPTests/Fixtures/, then `make test`.
+# equations as the CPU's numpy GRU) for the time that is left, one run or several side by side,
+# and writes to $OUT (or .build/accelerator-out) the log and one tar a run (run-1.tar, ...): its
+# hear-model.bin (the lowest validation loss) and .sha256, reference-vectors.bin, history.json,
+# loss.png, its log, and every checkpoint's weights and blob, among which pick.py chooses here
+# (training/README.md).
 #
-# Variables: HEAR_ACCELERATOR_SECONDS (540: the whole run, within one call's 600), TRAIN_CLIPS
-# (6000), TRAIN_BAND_CLIPS (500), VALID_CLIPS (200), VALID_BAND_CLIPS (50), TRAIN_BATCH (64),
-# TRAIN_UPDATES (the cosine's length at most: 100000, shortened to what fits), TRAIN_VALID_EVERY
-# (500), HEAR_DEVICE (cuda; cpu runs the same steps here, slowly: the dry run in
+# Variables: HEAR_ACCELERATOR_SECONDS (540: the whole run, within one call's 600),
+# HEAR_ACCELERATOR_RUNS (train.py's arguments for each run, ';' between runs: "--seed 1; --seed 2";
+# one run of the recipe by default), TRAIN_CLIPS (6000), TRAIN_BAND_CLIPS (500), VALID_CLIPS (200),
+# VALID_BAND_CLIPS (50), TRAIN_BATCH (64), TRAIN_UPDATES (the cosine's length at most: 100000,
+# shortened to what fits), TRAIN_VALID_EVERY (1000: a checkpoint's 250-320 kB, and a call returns
+# at most 16 MiB a file), HEAR_DEVICE (cuda; cpu runs the same steps here, slowly: the dry run in
 # training/README.md), HEAR_PYTHON (python3), OUT.
 set -euo pipefail
 started=$(date +%s)
@@ -98,17 +101,45 @@ make_set train train "${TRAIN_CLIPS:-6000}" 1 48000
 make_set train-16k train "${TRAIN_BAND_CLIPS:-500}" 3 16000
 make_set train-8k train "${TRAIN_BAND_CLIPS:-500}" 4 8000
 
-# Training for what is left, less 90 s for loading the features and the export; the learning rate's
-# cosine is fitted to the updates that time holds (train.py --fit-schedule).
-left=$(( budget - $(elapsed) - 90 ))
-[ "$left" -gt 30 ] || { echo "only $left s left to train: fewer clips (TRAIN_CLIPS) or a longer HEAR_ACCELERATOR_SECONDS"; exit 1; }
-say "training for $left s on $device"
-"$python" -m hear_training.train --data "$data" --work "$work/train" --device "$device" --torch-gru --fit-schedule \
-  --batch "${TRAIN_BATCH:-64}" --updates "${TRAIN_UPDATES:-100000}" --valid-every "${TRAIN_VALID_EVERY:-500}" \
-  --minutes "$(awk "BEGIN { print $left / 60 }")" --threads "$cores" \
-  --blob "$out/hear-model.bin" --reference "$out/reference-vectors.bin"
-cp "$work/train/history.json" "$work/train/loss.png" "$out/"
-# Every checkpoint's weights (250 kB each) come back too: pick.py chooses among them here, by PESQ-WB
-# on the validation clips (training/README.md), where the evaluation's packages are.
-cp -r "$work/train/checkpoints" "$out/"
+# The runs (HEAR_ACCELERATOR_RUNS: train.py's arguments for each, ';' between runs; one run of the
+# recipe by default) train side by side on the one GPU, each with its share of the cores: the model
+# is small, so one run leaves the GPU mostly idle and several take about as long as one. Each stops
+# at the same moment (train.py --until), however long its features took to load, 45 s before the
+# budget's end (the export and the packing), and the learning rate's cosine is fitted to the
+# updates that its time holds (train.py --fit-schedule).
+IFS=';' read -ra runs <<< "${HEAR_ACCELERATOR_RUNS:- }"
+count=${#runs[@]}
+threads=$(( cores / count > 0 ? cores / count : 1 ))
+until=$(( started + budget - 45 ))
+[ $(( until - $(date +%s) )) -gt 90 ] || { echo "only $(( until - $(date +%s) )) s left to load and train: fewer clips (TRAIN_CLIPS) or a longer HEAR_ACCELERATOR_SECONDS"; exit 1; }
+say "training $count run(s) on $device until $(( until - started )) s, $threads thread(s) each"
+pids=()
+for ((i = 0; i < count; i++)); do
+  name=run-$((i + 1))
+  mkdir -p "$work/$name"
+  echo "${runs[$i]}" > "$work/$name/arguments.txt"
+  # shellcheck disable=SC2086  # a run's arguments are words
+  "$python" -m hear_training.train --data "$data" --work "$work/$name" --device "$device" --torch-gru --fit-schedule \
+    --batch "${TRAIN_BATCH:-64}" --updates "${TRAIN_UPDATES:-100000}" --valid-every "${TRAIN_VALID_EVERY:-1000}" \
+    --until "$until" --threads "$threads" --blob "$work/$name/hear-model.bin" \
+    --reference "$work/$name/reference-vectors.bin" ${runs[$i]} > "$work/$name/log.txt" 2>&1 &
+  pids+=($!)
+done
+failed=0
+for ((i = 0; i < count; i++)); do
+  name=run-$((i + 1))
+  wait "${pids[$i]}" || { failed=1; say "$name (${runs[$i]}) failed:"; tail -20 "$work/$name/log.txt"; }
+  grep -E "^update [0-9]+:|updates in|exporting" "$work/$name/log.txt" | tail -4 | sed "s/^/$name: /" || true
+  # Every checkpoint as a blob too (train.py --export-candidates), which pick.py scores here
+  # (training/README.md) whatever PyTorch this machine has.
+  "$python" -m hear_training.train --work "$work/$name" --export-candidates ${runs[$i]} >> "$work/$name/log.txt" 2>&1 || failed=1
+  # One file a run comes back (a call returns at most 8, each at most 16 MiB): the exported model,
+  # its .sha256 and reference vectors, history.json, loss.png, the log, every checkpoint's weights
+  # (250-320 kB each) and blobs.
+  (cd "$work/$name" && tar -cf "$out/$name.tar" --ignore-failed-read arguments.txt log.txt history.json loss.png \
+    hear-model.bin hear-model.bin.sha256 reference-vectors.bin checkpoints candidates) || failed=1
+  size=$(stat -c %s "$out/$name.tar" 2>/dev/null || echo 0)
+  say "$name.tar: $(( size / 1024 )) KiB$( [ "$size" -le 16777216 ] || echo ': over 16 MiB, a call returns no such file (fewer checkpoints: TRAIN_VALID_EVERY)')"
+done
 say "done: $out"
+exit "$failed"

@@ -74,6 +74,12 @@ def pack(out, level, budget_mib):
         for speaker in speech.speakers(split):
             prompts = speech.load(speaker)
             if not len(prompts):
+                # No prompt passed the dry cut: an empty cache there too, so that speech.load finds it
+                # instead of decoding a package the accelerator lacks (data.py skips such speakers).
+                entries.append(dict(speaker=speaker.name, file=None,
+                                    cache=os.path.relpath(speech.cache_path(speaker), speech.CACHE),
+                                    split=split, kind=speaker.kind, seconds=0.0, scale=1.0, lengths=[],
+                                    names=[], rates=[], tops=[]))
                 continue
             audio = prompts.audio
             peak = float(np.max(np.abs(audio))) if len(audio) else 0.0
@@ -99,7 +105,7 @@ def pack(out, level, budget_mib):
     np.savez_compressed(os.path.join(out, "noises.npz"), **{k: x.astype(np.float16) for k, x in arrays.items()})
     size = sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(out) for f in files)
     seconds = sum(e["seconds"] for e in entries)
-    errors = np.array([[e["codec_error_db"]["median"], e["codec_error_db"]["p95"]] for e in entries])
+    errors = np.array([[e["codec_error_db"]["median"], e["codec_error_db"]["p95"]] for e in entries if e["file"]])
     summary = dict(version=VERSION, speech_version=speech.VERSION, noises_version=data.NOISES_VERSION,
                    opus_level=level, speakers=entries, seconds=round(seconds, 1),
                    bytes=size, kbps=round(8 * size / max(seconds, 1) / 1000, 1),
@@ -122,6 +128,9 @@ def unpack(bank):
     if (summary["version"], summary["speech_version"], summary["noises_version"]) != (VERSION, speech.VERSION, data.NOISES_VERSION):
         sys.exit(f"{bank} was packed by another version of bank.py, speech.py or data.py: pack it again")
     for entry in summary["speakers"]:
+        if entry["file"] is None:
+            speech.store(os.path.join(speech.CACHE, entry["cache"]), np.zeros(0, np.float32), [], [], [], [])
+            continue
         audio, rate = soundfile.read(os.path.join(bank, "speakers", entry["file"]), dtype="float32")
         if rate != speech.RATE or len(audio) != sum(entry["lengths"]):
             sys.exit(f"{entry['file']}: {len(audio)} samples at {rate} Hz, not {sum(entry['lengths'])} at {speech.RATE}")

@@ -634,6 +634,9 @@ def main():
     parser.add_argument("--torch-gru", action="store_true",
                         help="PyTorch's GRU on the CPU too, as on cuda (the accelerator script's dry run)")
     parser.add_argument("--minutes", type=float, default=0, help="stop after this much training time (0: no limit); rerun to resume")
+    parser.add_argument("--until", type=float, default=0, metavar="UNIX_TIME",
+                        help="stop training at this time (seconds since 1970), however long loading the features took: "
+                             "--minutes becomes what is left then (the accelerator, where the call's end is fixed)")
     parser.add_argument("--blob", default=BLOB, help="where the weights go")
     parser.add_argument("--reference", default=REFERENCE, help="where the reference vectors go")
     parser.add_argument("--export-only", action="store_true", help="export the best checkpoint and stop")
@@ -695,6 +698,10 @@ def main():
     steps = sum(len(c[0]) for c in train)
     print(f"{len(train)} training clips ({steps} steps; {train_masked} clip bands above their speech's top ignored), "
           f"{len(valid)} validation clips ({valid_masked}); loaded in {time.time() - started:.0f} s", file=sys.stderr)
+    if args.until:
+        args.minutes = (args.until - time.time()) / 60
+        if args.minutes <= 0.5:
+            sys.exit(f"--until: {60 * args.minutes:.0f} s left once the features were loaded; nothing trained")
     model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda update: learning_rate(update, args))
