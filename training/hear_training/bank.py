@@ -73,16 +73,17 @@ def pack(out, level, budget_mib):
     for split in ("train", "valid"):
         for speaker in speech.speakers(split):
             prompts = speech.load(speaker)
+            entry = dict(speaker=speaker.name, file=None, cache=os.path.relpath(speech.cache_path(speaker), speech.CACHE),
+                         split=split, kind=speaker.kind, seconds=round(len(prompts.audio) / speech.RATE, 2), scale=1.0,
+                         lengths=[int(b - a) for a, b in prompts.bounds], names=list(prompts.names),
+                         rates=[float(r) for r in prompts.rates], tops=[float(t) for t in prompts.tops])
+            entries.append(entry)
             if not len(prompts):
-                # No prompt passed the dry cut: an empty cache there too, so that speech.load finds it
-                # instead of decoding a package the accelerator lacks (data.py skips such speakers).
-                entries.append(dict(speaker=speaker.name, file=None,
-                                    cache=os.path.relpath(speech.cache_path(speaker), speech.CACHE),
-                                    split=split, kind=speaker.kind, seconds=0.0, scale=1.0, lengths=[],
-                                    names=[], rates=[], tops=[]))
+                # No prompt passed the dry cut: no file, and an empty cache there as here, so that
+                # speech.load finds it instead of decoding a package the accelerator lacks.
                 continue
             audio = prompts.audio
-            peak = float(np.max(np.abs(audio))) if len(audio) else 0.0
+            peak = float(np.max(np.abs(audio)))
             scale = 0.99 / peak if peak > 0.99 else 1.0  # Opus takes -1...1
             name = speaker.name.replace("+", "_")
             path = os.path.join(out, "speakers", name + ".opus")
@@ -92,13 +93,7 @@ def pack(out, level, budget_mib):
             if len(decoded) != len(audio):
                 sys.exit(f"{path}: {len(decoded)} samples decoded, {len(audio)} written")
             median, p95 = codec_error_db(audio, decoded / scale)
-            lengths = [int(b - a) for a, b in prompts.bounds]
-            entries.append(dict(speaker=speaker.name, file=name + ".opus",
-                                cache=os.path.relpath(speech.cache_path(speaker), speech.CACHE),
-                                split=split, kind=speaker.kind, seconds=round(len(audio) / speech.RATE, 2),
-                                scale=scale, lengths=lengths, names=list(prompts.names),
-                                rates=[float(r) for r in prompts.rates], tops=[float(t) for t in prompts.tops],
-                                codec_error_db=dict(median=round(median, 3), p95=round(p95, 3))))
+            entry.update(file=name + ".opus", scale=scale, codec_error_db=dict(median=round(median, 3), p95=round(p95, 3)))
             print(f"{speaker.name}: {len(audio) / speech.RATE:.0f} s, {os.path.getsize(path) / 1e6:.2f} MB, "
                   f"codec {median:.2f} / {p95:.2f} dB", file=sys.stderr)
     arrays = data.noise_arrays(*data.recorded_noises())
@@ -128,10 +123,10 @@ def unpack(bank):
     if (summary["version"], summary["speech_version"], summary["noises_version"]) != (VERSION, speech.VERSION, data.NOISES_VERSION):
         sys.exit(f"{bank} was packed by another version of bank.py, speech.py or data.py: pack it again")
     for entry in summary["speakers"]:
-        if entry["file"] is None:
-            speech.store(os.path.join(speech.CACHE, entry["cache"]), np.zeros(0, np.float32), [], [], [], [])
-            continue
-        audio, rate = soundfile.read(os.path.join(bank, "speakers", entry["file"]), dtype="float32")
+        if entry["file"] is None:  # a speaker with no prompt: an empty cache
+            audio, rate = np.zeros(0, np.float32), speech.RATE
+        else:
+            audio, rate = soundfile.read(os.path.join(bank, "speakers", entry["file"]), dtype="float32")
         if rate != speech.RATE or len(audio) != sum(entry["lengths"]):
             sys.exit(f"{entry['file']}: {len(audio)} samples at {rate} Hz, not {sum(entry['lengths'])} at {speech.RATE}")
         speech.store(os.path.join(speech.CACHE, entry["cache"]), audio / entry["scale"], entry["lengths"],
