@@ -22,8 +22,9 @@ DEB_BUILD := $(DEB_TOOLCHAIN) ladspa-sdk libpipewire-0.3-dev libspa-0.2-dev libs
 # The package test builds and checks the .deb (dpkg-dev, binutils, lintian; NoTrapTests disassembles
 # the release build with binutils' objdump); the other-hosts test runs docs/OTHER-HOSTS.md's command
 # lines (ffmpeg, sox, ecasound); `hearctl tune` is driven in a tmux session (send-keys, capture-pane).
+# The feature test holds training/hear_training/features.py (PyTorch) to hear-features (python3-torch).
 DEB_TEST := ladspa-sdk pipewire pipewire-bin wireplumber dbus-daemon pulseaudio pulseaudio-utils sox espeak-ng valgrind python3 \
-  dpkg-dev binutils lintian ffmpeg ecasound tmux pocketsphinx-testdata
+  dpkg-dev binutils lintian ffmpeg ecasound tmux pocketsphinx-testdata python3-torch
 # `make deb`: dpkg-shlibdeps (dpkg-dev) for Depends, strip (binutils).
 DEB_PACKAGE := dpkg-dev binutils
 # `make demo`: a private PipeWire session, espeak-ng and sox for the sample, python3 for the figures.

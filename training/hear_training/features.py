@@ -339,12 +339,10 @@ class Steps:
         alpha = l.decision_directed
         clean = power.new_zeros(power.shape[0], power.shape[2])
         out = t.empty_like(power)
-        inverse_all = 1 / (noise * l.noise_scale)
-        gamma_all = power * inverse_all
-        history = (1 - alpha) * t.clamp_min(gamma_all - 1, 0)
         for f in range(power.shape[1]):
-            gamma = gamma_all[:, f]
-            xi = t.clamp_min(alpha * clean * inverse_all[:, f] + history[:, f], xi_min)
+            inverse = 1 / (noise[:, f] * l.noise_scale)
+            gamma = power[:, f] * inverse
+            xi = t.clamp_min(alpha * clean * inverse + (1 - alpha) * t.clamp_min(gamma - 1, 0), xi_min)
             first = self.lsa(xi, gamma)
             xi = t.clamp_min(first * first * gamma, xi_min)
             second = self.lsa(xi, gamma)
@@ -441,6 +439,27 @@ class Steps:
         offset = t.where(curvature < 0, t.clamp(0.5 * (b - a) / safe, -0.5, 0.5), t.zeros_like(curvature))
         return (lag.to(power.dtype) + offset) * l.fine_samples_per_lag
 
+    def one_pole(self, x, rate, block=64):
+        """y[0] = x[0], y[t] = y[t-1] + rate (x[t] - y[t-1]) along dim 1, a block of frames at a
+        time: within a block, y = x @ L + a y_before with L[j, i] = rate (1 - rate)^(i - j), j <= i,
+        and a[i] = (1 - rate)^(i + 1) (one matrix product a block in place of a step a frame)."""
+        t = self.torch
+        i = np.arange(block)
+        decay = np.where(i[None] >= i[:, None], rate * (1 - rate) ** (i[None] - i[:, None]).clip(0), 0.0)
+        weights = t.from_numpy(decay.astype(np.float32)).to(x.device)
+        carry = t.from_numpy(((1 - rate) ** (i + 1)).astype(np.float32)).to(x.device)
+        out = t.empty_like(x)
+        out[:, 0] = x[:, 0]
+        before = x[:, 0]
+        for start in range(1, x.shape[1], block):
+            part = x[:, start:start + block]
+            width = part.shape[1]
+            y = t.einsum("bj...,ji->bi...", part, weights[:width, :width]) + carry[:width].view(
+                1, width, *([1] * (x.dim() - 2))) * before[:, None]
+            out[:, start:start + width] = y
+            before = y[:, -1]
+        return out
+
     def features(self, spectrum, power, noise, clean, openness, periodicity, pitch):
         """LearnedGains.computeFeatures for every frame: (B, T, 163), and the noisy band levels."""
         t, l = self.torch, self.l
@@ -486,13 +505,7 @@ class Steps:
         level_db = t.clamp_min(from_power_db(t, t.clamp_min(level, 1e-30)), -100.0)
         feature = (level_db + 50) * 0.05
         # The running mean (3 s), from the first frame's level.
-        mean = t.empty_like(feature)
-        running = feature[:, 0]
-        mean[:, 0] = running
-        rate = l.level_mean_rate
-        for f in range(1, frames):
-            running = running + rate * (feature[:, f] - running)
-            mean[:, f] = running
+        mean = self.one_pole(feature, l.level_mean_rate)
         previous = t.cat([feature.new_full((b, 1, BANDS), -2.5), feature[:, :-1]], dim=1)
         floor = t.clamp_min(band_noise, 1e-30)
         posterior = from_power_db(t, t.clamp_min(band_energy, 1e-30) / floor) * 0.05
@@ -513,25 +526,40 @@ class Steps:
         return out, level
 
 
-def rows(torch, clean, noise, rate, device="cpu", steps=None):
+def rows(torch, clean, noise, rate, device="cpu", steps=None, part=64):
     """hear-features' rows for clips of equal length: clean and noise (B, L) float32 arrays or
-    tensors; returns (B, L // hop, ROW) float32 on `device`."""
+    tensors; returns (B, L // hop, ROW) float32 on `device`. The frame-by-frame steps run over all
+    B clips at once (their cost is mostly one kernel launch an operation a frame, whatever B is);
+    the transforms and the features run `part` clips at a time (their tensors are bins wide), the
+    spectra computed twice rather than kept."""
     t = torch
     steps = steps or Steps(t, Layout(rate), t.device(device))
-    clean = t.as_tensor(clean, dtype=t.float32).to(steps.device)
-    noise = t.as_tensor(noise, dtype=t.float32).to(steps.device)
+    clean = t.as_tensor(clean, dtype=t.float32)
+    noise = t.as_tensor(noise, dtype=t.float32)
+    b, frames = clean.shape[0], clean.shape[1] // steps.l.hop
     with t.no_grad():
-        clean_levels = steps.band_levels(steps.power(steps.spectra(clean)))
-        noise_levels = steps.band_levels(steps.power(steps.spectra(noise)))
-        spectrum = steps.spectra(clean + noise)
-        power = steps.power(spectrum)
-        stats = steps.stats_power(power)
+        out = t.empty(b, frames, ROW, device=steps.device)
+        stats = t.empty(b, frames, steps.l.stats, device=steps.device)
+        pitch = t.empty(b, frames, device=steps.device)
+        for lo in range(0, b, part):
+            c, n = clean[lo:lo + part].to(steps.device), noise[lo:lo + part].to(steps.device)
+            out[lo:lo + part, :, FEATURES + BANDS:FEATURES + 2 * BANDS] = steps.band_levels(steps.power(steps.spectra(c)))
+            out[lo:lo + part, :, FEATURES + 2 * BANDS:] = steps.band_levels(steps.power(steps.spectra(n)))
+            stats[lo:lo + part] = steps.stats_power(steps.power(steps.spectra(c + n)))
+            pitch[lo:lo + part] = steps.pitch(stats[lo:lo + part])
         noise_estimate = steps.noise_estimate(stats)
         clean_estimate = steps.clean_estimate(stats, noise_estimate)
         openness, periodicity = steps.gate(stats, noise_estimate)
-        pitch = steps.pitch(stats)
-        features, levels = steps.features(spectrum, power, noise_estimate, clean_estimate, openness, periodicity, pitch)
-        return t.cat([features, levels, clean_levels, noise_levels], dim=-1)
+        del stats
+        for lo in range(0, b, part):
+            c, n = clean[lo:lo + part].to(steps.device), noise[lo:lo + part].to(steps.device)
+            spectrum = steps.spectra(c + n)
+            s = slice(lo, lo + part)
+            features, levels = steps.features(spectrum, steps.power(spectrum), noise_estimate[s], clean_estimate[s],
+                                              openness[s], periodicity[s], pitch[s])
+            out[s, :, :FEATURES] = features
+            out[s, :, FEATURES:FEATURES + BANDS] = levels
+        return out
 
 
 # --- the check against hear-features ------------------------------------------------------------
@@ -569,7 +597,7 @@ def check(directory, clips, batch, device, program):
     import torch
     with open(os.path.join(directory, "manifest.json")) as f:
         rate = json.load(f).get("rate", 48000)
-    names = sorted(os.path.basename(p)[:-len("-clean.f32")] for p in glob.glob(os.path.join(directory, "*-clean.f32")))
+    names = clip_names(directory)
     if not names:
         sys.exit(f"{directory}: no NAME-clean.f32 clips")
     chosen = [names[i] for i in np.linspace(0, len(names) - 1, min(clips, len(names))).round().astype(int)]
@@ -613,26 +641,81 @@ def check(directory, clips, batch, device, program):
                 device=device, groups=report)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", metavar="DIR", nargs="+", required=True,
-                        help="directories of NAME-clean.f32 + NAME-noise.f32 clips (data.py's) with a manifest.json")
-    parser.add_argument("--clips", type=int, default=100, help="clips per directory, spread evenly over it (100)")
-    parser.add_argument("--batch", type=int, default=32, help="clips computed at once (32)")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--threads", type=int, default=0, help="PyTorch's CPU threads (0: its default)")
-    parser.add_argument("--json", metavar="FILE", help="the report as JSON too")
-    args = parser.parse_args()
-    if args.clips < 1 or args.batch < 1:
-        parser.error("--clips and --batch: at least 1")
+def clip_names(directory):
+    return sorted(os.path.basename(p)[:-len("-clean.f32")] for p in glob.glob(os.path.join(directory, "*-clean.f32")))
+
+
+def write(directory, batch, device, part):
+    """Every clip's rows into DIR/NAME.feat, as hear-features writes them (a .feat newer than its
+    clip is kept); returns how many were written and how many were up to date."""
     import torch
+    with open(os.path.join(directory, "manifest.json")) as f:
+        rate = json.load(f).get("rate", 48000)
+    steps = Steps(torch, Layout(rate), torch.device(device))
+    todo, current = [], 0
+    for name in clip_names(directory):
+        feat = os.path.join(directory, f"{name}.feat")
+        sources = [os.path.join(directory, f"{name}-{p}.f32") for p in ("clean", "noise")]
+        if os.path.exists(feat) and os.path.getmtime(feat) > max(os.path.getmtime(p) for p in sources):
+            current += 1
+        else:
+            todo.append((name, sources))
+    by_length = {}
+    for name, sources in todo:
+        by_length.setdefault(os.path.getsize(sources[0]), []).append((name, sources))
+    for group in by_length.values():
+        for start in range(0, len(group), batch):
+            chunk = group[start:start + batch]
+            clean = np.stack([np.fromfile(s[0], "<f4") for _, s in chunk])
+            noise = np.stack([np.fromfile(s[1], "<f4") for _, s in chunk])
+            if clean.shape != noise.shape:
+                sys.exit(f"{directory}: a clip's clean and noise differ in length")
+            out = rows(torch, clean, noise, rate, steps=steps, part=part).cpu().numpy()
+            for (name, _), r in zip(chunk, out):
+                path = os.path.join(directory, f"{name}.feat")
+                r.astype("<f4").tofile(path + ".tmp")
+                os.replace(path + ".tmp", path)
+    return len(todo), current
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="hear-features' rows computed in PyTorch: writes DIR/NAME.feat for every clip "
+                    "DIR/NAME-clean.f32 + NAME-noise.f32 (data.py's sets), or with --check compares "
+                    "them with hear-features' on some of the clips")
+    parser.add_argument("directories", metavar="DIR", nargs="+",
+                        help="directories of NAME-clean.f32 + NAME-noise.f32 clips with data.py's manifest.json")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing: run hear-features and this module on --clips clips and print how far apart they are")
+    parser.add_argument("--clips", type=int, default=100, help="with --check: clips per directory, spread evenly over it (100)")
+    parser.add_argument("--batch", type=int, default=0,
+                        help="clips whose frame-by-frame steps run together (1024 on cuda, 32 on the CPU)")
+    parser.add_argument("--part", type=int, default=64, help="clips transformed at once (64)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (cpu)")
+    parser.add_argument("--threads", type=int, default=0, help="PyTorch's CPU threads (0: its default)")
+    parser.add_argument("--json", metavar="FILE", help="with --check: the report as JSON too")
+    args = parser.parse_args()
+    if args.clips < 1 or args.batch < 0 or args.part < 1:
+        parser.error("--clips and --part: at least 1; --batch: at least 1 (0: the default)")
+    for directory in args.directories:
+        if not os.path.exists(os.path.join(directory, "manifest.json")):
+            parser.error(f"{directory}: no manifest.json (data.py's sets have one)")
+    import torch
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        parser.error("--device cuda: PyTorch sees no CUDA device here")
     if args.threads:
         torch.set_num_threads(args.threads)
+    batch = args.batch or (1024 if args.device.startswith("cuda") else 32)
+    if not args.check:
+        for directory in args.directories:
+            started = time.time()
+            written, current = write(directory, batch, args.device, args.part)
+            print(f"{directory}: {written} clips written, {current} up to date ({time.time() - started:.1f} s)")
+        return
     program = hear_features()
     reports = []
-    for directory in args.check:
-        report = check(directory, args.clips, args.batch, args.device, program)
+    for directory in args.directories:
+        report = check(directory, args.clips, batch, args.device, program)
         report["directory"] = directory
         reports.append(report)
         print(f"{directory}: {report['clips']} clips at {report['rate']} Hz, {report['rows']} rows; hear-features "
