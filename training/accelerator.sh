@@ -9,7 +9,8 @@
 # suppressor's own features, linked statically) and data.py give there what they give here on
 # the bundle's check clips and that PyTorch's GRU there is the numpy GRU's (train.py --check),
 # mixes the sets of `make train` with data.py on every core, computes
-# their features with hear-features on every core, trains on the GPU (PyTorch's GRU, the same
+# their features on the GPU (features.py, held to hear-features on the check clips there) or with
+# hear-features on every core (HEAR_ACCELERATOR_FEATURES=hear-features), trains on the GPU (PyTorch's GRU, the same
 # equations as the CPU's numpy GRU) for the time that is left, one run or several side by side,
 # and writes to $OUT (or .build/accelerator-out) the log and one tar a run (run-1.tar, ...): its
 # hear-model.bin (the lowest validation loss) and .sha256, reference-vectors.bin, history.json,
@@ -19,7 +20,7 @@
 # Variables: HEAR_ACCELERATOR_SECONDS (540: the whole run, within one call's 600),
 # HEAR_ACCELERATOR_RUNS (train.py's arguments for each run, ';' between runs: "--seed 1; --seed 2";
 # one run of the recipe by default), TRAIN_CLIPS (6000), TRAIN_BAND_CLIPS (500), VALID_CLIPS (200),
-# VALID_BAND_CLIPS (50), TRAIN_BATCH (64), TRAIN_UPDATES (the cosine's length at most: 100000,
+# VALID_BAND_CLIPS (50), HEAR_ACCELERATOR_FEATURES (torch: features.py on HEAR_DEVICE; hear-features), TRAIN_BATCH (64), TRAIN_UPDATES (the cosine's length at most: 100000,
 # shortened to what fits), TRAIN_VALID_EVERY (1000: a checkpoint's 250-320 kB, and a call returns
 # at most 16 MiB a file), HEAR_DEVICE (cuda; cpu runs the same steps here, slowly: the dry run in
 # training/README.md), HEAR_PYTHON (python3), OUT.
@@ -30,6 +31,8 @@ bundle=${HEAR_ACCELERATOR_BUNDLE:-.build/accelerator}
 out=${OUT:-.build/accelerator-out}
 work=${HEAR_ACCELERATOR_WORK:-/tmp/hear-accelerator}
 device=${HEAR_DEVICE:-cuda}
+feature_path=${HEAR_ACCELERATOR_FEATURES:-torch}
+case "$feature_path" in torch|hear-features) ;; *) echo "HEAR_ACCELERATOR_FEATURES: torch or hear-features, not $feature_path"; exit 2 ;; esac
 python=${HEAR_PYTHON:-python3}
 cores=$(nproc)
 mkdir -p "$out" "$work"
@@ -80,19 +83,29 @@ print(f"check clips: mixtures differ from the bundle's by at most {mixed:.3g}, f
 if mixed > 1e-4 or computed > 1e-3:
     sys.exit("data.py or hear-features gives other results here than where the bundle was made")
 EOF
+if [ "$feature_path" = torch ]; then
+  # features.py there against hear-features there on the same clips, within its bounds.
+  HEAR_FEATURES="$features" "$python" -m hear_training.features --check --device "$device" "$work"/check/*
+fi
 say "checks passed"
 
 data="$work/data"
-# make train's sets (Makefile: train-set), each mixed on every core, its features computed on every
-# core, its mixtures removed once they are (the features are all training reads).
+# make train's sets (Makefile: train-set), each mixed on every core. With hear-features, each set's
+# features are computed on every core once it is mixed; with features.py, every set's on the GPU
+# once all are. The mixtures go once their features are there (the features are all training reads).
+sets=(valid valid-16k valid-8k train train-16k train-8k)
 make_set() {  # DIRECTORY SPLIT CLIPS SEED RATE
   "$python" -m hear_training.data --split "$2" --out "$data/$1" --clips "$3" --seed "$4" --rate "$5" --workers "$cores"
-  # (Waited for by pid: a bare `wait` would also wait for the log's tee.)
-  local pids=()
-  for ((i = 0; i < cores; i++)); do "$features" --shard "$i/$cores" "$data/$1" > /dev/null & pids+=($!); done
-  for pid in "${pids[@]}"; do wait "$pid"; done
-  rm -f "$data/$1"/*-clean.f32 "$data/$1"/*-noise.f32
-  say "$1: $3 clips mixed, features computed"
+  if [ "$feature_path" = hear-features ]; then
+    # (Waited for by pid: a bare `wait` would also wait for the log's tee.)
+    local pids=()
+    for ((i = 0; i < cores; i++)); do "$features" --shard "$i/$cores" "$data/$1" > /dev/null & pids+=($!); done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    rm -f "$data/$1"/*-clean.f32 "$data/$1"/*-noise.f32
+    say "$1: $3 clips mixed, features computed"
+  else
+    say "$1: $3 clips mixed"
+  fi
 }
 make_set valid valid "${VALID_CLIPS:-200}" 2 48000
 make_set valid-16k valid "${VALID_BAND_CLIPS:-50}" 5 16000
@@ -100,6 +113,11 @@ make_set valid-8k valid "${VALID_BAND_CLIPS:-50}" 6 8000
 make_set train train "${TRAIN_CLIPS:-6000}" 1 48000
 make_set train-16k train "${TRAIN_BAND_CLIPS:-500}" 3 16000
 make_set train-8k train "${TRAIN_BAND_CLIPS:-500}" 4 8000
+if [ "$feature_path" = torch ]; then
+  "$python" -m hear_training.features --device "$device" --threads "$cores" "${sets[@]/#/$data/}"
+  for set in "${sets[@]}"; do rm -f "$data/$set"/*-clean.f32 "$data/$set"/*-noise.f32; done
+  say "features computed (features.py on $device)"
+fi
 
 # The runs (HEAR_ACCELERATOR_RUNS: train.py's arguments for each, ';' between runs; one run of the
 # recipe by default) train side by side on the one GPU, each with its share of the cores: the model
