@@ -81,6 +81,44 @@ func snrImprovement(rate: Double, noise makeNoise: (inout SignalMaker, Int) -> [
         { maker, count in maker.keyboard(rate: rate, count: count) }
     }
 
+    /// A model whose blob says it steps every S frames (the committed weights, the header's stride
+    /// set to 1, 2 and 4) computes new band gains at frames 0, S, 2S, ... of the stream and holds
+    /// them between, as train.py --stride trains it; at stride 1 they change at every frame.
+    @Test(arguments: [1, 2, 4])
+    func aModelStepsAtItsStride(stride: Int) throws {
+        var patched = GainModelTests.compiledBlob
+        for i in 0..<4 { patched[28 + i] = UInt8(truncatingIfNeeded: stride >> (8 * i)) }  // header word 5
+        let rate = 16000.0, count = Int(rate)
+        let (speech, _) = SignalMaker.speech(rate: rate, count: count)
+        var maker = SignalMaker(seed: 7)
+        let noise = maker.white(count)
+        var signal = zip(speech, noise).map { $0 + 0.05 * $1 }
+        // (The blob is read at init and not kept.)
+        let blob = UnsafeMutableRawBufferPointer.allocate(byteCount: patched.count, alignment: 8)
+        defer { blob.deallocate() }
+        blob.copyBytes(from: patched)
+        var suppressor = NoiseSuppressor(sampleRate: rate, channels: 1, values: learnedValues(), model: UnsafeRawBufferPointer(blob))
+        let available = suppressor.modelAvailable
+        try #require(available)
+        let hop = suppressor.hop, bands = SpeechBandLayout.count
+        var previous = [Float](repeating: -1, count: bands)
+        var changedAtStep = 0, changedBetween = 0, frames = 0
+        var start = 0
+        while start + hop <= count {
+            signal.withUnsafeMutableBufferPointer { suppressor.process($0.baseAddress! + start, nil, count: hop) }
+            let gains = Array(UnsafeBufferPointer(start: suppressor.modelBandGains, count: bands))
+            if gains != previous {
+                if frames % stride == 0 { changedAtStep += 1 } else { changedBetween += 1 }
+            }
+            previous = gains
+            frames += 1
+            start += hop
+        }
+        let steps = (frames + stride - 1) / stride
+        #expect(changedBetween == 0, "stride \(stride): the gains changed at \(changedBetween) frames between steps")
+        #expect(changedAtStep == steps, "stride \(stride): new gains at \(changedAtStep) of \(steps) steps")
+    }
+
     @Test func theModelIsCompiledInAndUsed() {
         let suppressor = NoiseSuppressor(sampleRate: 48000, channels: 1, values: learnedValues())
         let available = suppressor.modelAvailable, mix = suppressor.learnedMix

@@ -155,11 +155,13 @@ def transient_steps(clean, noise):
     return rises & broad & (clean > TRANSIENT_RIDE * noise)
 
 
-def load(directory, limit=None, transients=False, half=False):
+def load(directory, limit=None, transients=False, half=False, stride=1):
     """Per clip: features (T, 163) float32 (float16 with `half`: half the memory, for sets that do
     not fit in it as float32), gain targets (T, 32) float16 (-1 = ignore), activity (T,) uint8, and
     with `transients` the step-bands where a transient rides on speech (T, 32) bool (else None); and
-    how many (clip, band) targets the speech top took out."""
+    how many (clip, band) targets the speech top took out. With `stride` S the model steps at every
+    S-th frame (0, S, 2S, ...) and its gains hold for S frames: a step's features are those of its
+    frame, its targets those of the S frames its gains apply to (band powers summed over them)."""
     info = manifest(directory)
     rate = info.get("rate", 48000) if info else 48000
     entries = {e["clip"]: e for e in info["clips"]} if info else {}
@@ -167,10 +169,12 @@ def load(directory, limit=None, transients=False, half=False):
     for path in sorted(glob.glob(os.path.join(directory, "*.feat")))[:limit]:
         rows = np.fromfile(path, dtype="<f4")
         rows = rows.reshape(-1, ROW)
-        x = rows[:, :FEATURES]
-        noisy = rows[:, FEATURES:FEATURES + BANDS]
-        clean = rows[:, FEATURES + BANDS:FEATURES + 2 * BANDS]
-        noise = rows[:, FEATURES + 2 * BANDS:]
+        steps = len(rows) // stride
+        x = rows[:steps * stride:stride, :FEATURES]
+        held = rows[:steps * stride, FEATURES:].reshape(steps, stride, 3 * BANDS).sum(axis=1)
+        noisy = held[:, :BANDS]
+        clean = held[:, BANDS:2 * BANDS]
+        noise = held[:, 2 * BANDS:]
         gain = np.sqrt(clean / np.maximum(clean + noise, 1e-20))
         gain = np.where(noisy > 1e-10, np.clip(gain, 0, 1), -1.0)
         ignore = ignored_bands(entries.get(os.path.basename(path)[:-5]), rate)
@@ -183,10 +187,10 @@ def load(directory, limit=None, transients=False, half=False):
     return clips, masked
 
 
-def load_split(data, split, transients=False, half=False):
+def load_split(data, split, transients=False, half=False, stride=1):
     clips, masked = [], 0
     for directory in sets(data, split):
-        c, m = load(directory, transients=transients, half=half)
+        c, m = load(directory, transients=transients, half=half, stride=stride)
         clips += c
         masked += m
     return clips, masked
@@ -340,7 +344,7 @@ def fingerprint(data, args):
     if args.init:
         with open(args.init, "rb") as f:
             options += f" init {hashlib.sha256(f.read()).hexdigest()[:16]} lr {args.lr}"
-    h = hashlib.sha256(f"loss {LOSS_VERSION} row {ROW} stride {STRIDE} dense {args.dense} hidden {args.hidden} "
+    h = hashlib.sha256(f"loss {LOSS_VERSION} row {ROW} stride {args.stride} dense {args.dense} hidden {args.hidden} "
                        f"window {args.window} batch {args.batch} offsets {not args.no_offsets}{options}".encode())
     for directory in sets(data, "train") + sets(data, "valid"):
         with open(os.path.join(directory, "manifest.json"), "rb") as f:
@@ -463,7 +467,8 @@ def blob_bytes(model):
     dense, hidden = arrays[0].shape[0], arrays[3].shape[1]
     payload = b"".join(a.astype("<f2").tobytes() for a in arrays)
     count = sum(a.size for a in arrays)
-    header = b"HEARGRU1" + struct.pack("<8I", 1, FEATURES, dense, hidden, OUTPUTS, STRIDE, count, fnv1a(payload))
+    header = b"HEARGRU1" + struct.pack("<8I", 1, FEATURES, dense, hidden, OUTPUTS, getattr(model, "stride", STRIDE), count,
+                                       fnv1a(payload))
     return header + payload, arrays
 
 
@@ -563,6 +568,7 @@ def saved_model(torch, path):
     weights = saved["model"]
     model = build_model(torch, weights["dense.weight"].shape[0], weights["gru1.weight_hh_l0"].shape[1])
     model.load_state_dict(weights)
+    model.stride = saved.get("stride", STRIDE)
     return model, saved
 
 
@@ -597,6 +603,7 @@ def candidate_model(torch, work, name):
     if len(models) > 1:
         states = [m.state_dict() for m in models]
         model.load_state_dict({k: sum(st[k] for st in states) / len(states) for k in states[0]})
+    model.stride = models[0].stride
     return model
 
 
@@ -664,6 +671,9 @@ def main():
                         help="with --minutes: after 200 updates, shorten --updates to what fits in the time (the accelerator)")
     parser.add_argument("--torch-gru", action="store_true",
                         help="PyTorch's GRU on the CPU too, as on cuda (the accelerator script's dry run)")
+    parser.add_argument("--stride", type=int, default=STRIDE, choices=range(1, 9), metavar="1-8",
+                        help="the model steps at every S-th frame of the suppressor and its gains hold for S frames "
+                             "(1: every frame, 2.67 ms)")
     parser.add_argument("--clips-on-device", action="store_true",
                         help="cut the windows out of the clips on the device, as on cuda (the dry run checks that "
                              "both give the same rows)")
@@ -701,6 +711,7 @@ def main():
     fast = device.type == "cpu" and not args.torch_gru
     os.makedirs(args.work, exist_ok=True)
     model = build_model(torch, args.dense, args.hidden)
+    model.stride = args.stride
     print(f"model: dense {args.dense}, hidden {args.hidden}, {sum(p.numel() for p in model.parameters())} weights",
           file=sys.stderr)
 
@@ -715,7 +726,7 @@ def main():
     latest = os.path.join(args.work, "latest.pt")
     best = os.path.join(args.work, "best.pt")
     transients = args.transient_weight != 1.0
-    valid, valid_masked = load_split(args.data, "valid", transients)
+    valid, valid_masked = load_split(args.data, "valid", transients, stride=args.stride)
     if not valid:
         sys.exit(f"no validation clips (*.feat) under {args.data}/valid*")
     if args.export_only:
@@ -726,7 +737,7 @@ def main():
         return
 
     started = time.time()
-    train, train_masked = load_split(args.data, "train", transients, args.half_features)
+    train, train_masked = load_split(args.data, "train", transients, args.half_features, args.stride)
     if not train:
         sys.exit(f"no training clips (*.feat) under {args.data}/train*")
     steps = sum(len(c[0]) for c in train)
@@ -776,10 +787,10 @@ def main():
                                      train=train_loss, valid=validation, lr=optimizer.param_groups[0]["lr"]))
         if validation < state["best"]:
             state["best"], state["best_update"] = validation, state["update"]
-            torch.save(dict(model=model.state_dict(), update=state["update"]), best)
+            torch.save(dict(model=model.state_dict(), update=state["update"], stride=args.stride), best)
         # Every checkpoint's weights stay (250 kB each): pick.py chooses among them by PESQ-WB.
         os.makedirs(os.path.join(args.work, "checkpoints"), exist_ok=True)
-        torch.save(dict(model=model.state_dict(), update=state["update"], valid=validation),
+        torch.save(dict(model=model.state_dict(), update=state["update"], valid=validation, stride=args.stride),
                    os.path.join(args.work, "checkpoints", f"{state['update']:06d}.pt"))
         torch.save(dict(model=model.state_dict(), optimizer=optimizer.state_dict(), scheduler=scheduler.state_dict(),
                         torch_rng=torch.get_rng_state(), state=state), latest + ".tmp")

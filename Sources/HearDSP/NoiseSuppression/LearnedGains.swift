@@ -154,15 +154,17 @@ struct LearnedGains: ~Copyable {
     var speech: Float = 0
     /// Feature sets computed since init (one per model step, and one per frame while recording).
     private(set) var steps = 0
+    /// Frames since the model's last step, counted up to its stride (0: it steps at this frame).
+    var framesSinceStep = 0
 
     init(sampleRate: Double, frameLength n: Int, stepSeconds: Double, powerNormalization: Float, stats: StatisticsBins,
          model blob: UnsafeRawBufferPointer, arena: inout Arena) {
         self.stats = stats
         bands = SpeechBands(sampleRate: sampleRate, frameLength: n, arena: &arena)
         let gainModel = GainModel(blob: blob, arena: &arena)
-        // A model steps at every statistics update (its blob's stride is 1), so every frame applies
-        // the gains computed from it.
-        isAvailable = gainModel.isAvailable && gainModel.stride == 1
+        // A model steps at every `stride`-th statistics update (its blob's header; train.py --stride),
+        // and the frames between apply the gains of its last step, as training's targets assume.
+        isAvailable = gainModel.isAvailable
             && gainModel.inputs == NoiseSuppressor.featureCount && gainModel.outputs > SpeechBandLayout.count
         model = gainModel
         let count = SpeechBandLayout.count
@@ -222,6 +224,7 @@ struct LearnedGains: ~Copyable {
     /// The model starts fresh, as on a new stream (coming from the classical mode).
     mutating func restart() {
         model.reset()
+        framesSinceStep = 0
         bandGain.fill(1, count: SpeechBandLayout.count)
     }
 
@@ -307,9 +310,13 @@ struct LearnedGains: ~Copyable {
         if steps < Int.max { steps += 1 }
     }
 
-    /// One model step: the band gains spread to the bins, applied to this very frame. No hold
-    /// delays a falling gain: a click is lowered in the frame it arrives in.
+    /// One model step: the band gains spread to the bins, applied to this very frame and, with a
+    /// stride above 1, to the frames up to the next step. With stride 1 no hold delays a falling
+    /// gain: a click is lowered in the frame it arrives in.
     @inline(__always) mutating func step() {
+        let due = framesSinceStep == 0
+        framesSinceStep = framesSinceStep + 1 < model.stride ? framesSinceStep + 1 : 0
+        if !due { return }
         model.step()
         let count = SpeechBandLayout.count
         let result = model.result

@@ -102,6 +102,9 @@ public struct NoiseSuppressor: ~Copyable {
     public var modelSteps: Int { learnedGains.steps }
     /// Band powers from the last model step, as levels at 48 kHz (linear; LearnedGains.swift).
     public var bandPowers: UnsafePointer<Float> { UnsafePointer(learnedGains.bandEnergy) }
+    /// The model's band gains as this frame applies them (`SpeechBandLayout.count` values): from
+    /// its last step, which with a stride above 1 may be a few frames back.
+    package var modelBandGains: UnsafePointer<Float> { UnsafePointer(learnedGains.bandGain) }
     /// The features of the last model step (`featureCount` values).
     public var features: UnsafePointer<Float> { UnsafePointer(learnedGains.model.features) }
     /// Every bin's power in the last frame (`bins` values; in stereo the channels' mean).
