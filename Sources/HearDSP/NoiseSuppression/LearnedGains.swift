@@ -315,7 +315,8 @@ struct LearnedGains: ~Copyable {
     /// gain: a click is lowered in the frame it arrives in.
     @inline(__always) mutating func step() {
         let due = framesSinceStep == 0
-        framesSinceStep = framesSinceStep + 1 < model.stride ? framesSinceStep + 1 : 0
+        let next = framesSinceStep &+ 1  // (below 8: no overflow check)
+        framesSinceStep = next < model.stride ? next : 0
         if !due { return }
         model.step()
         let count = SpeechBandLayout.count
