@@ -91,9 +91,10 @@ say "checks passed"
 
 data="$work/data"
 # make train's sets (Makefile: train-set), each mixed on every core. With hear-features, each set's
-# features are computed on every core once it is mixed; with features.py, every set's on the GPU
-# once all are. The mixtures go once their features are there (the features are all training reads).
-sets=(valid valid-16k valid-8k train train-16k train-8k)
+# features are computed on every core once it is mixed; with features.py, on the GPU in the
+# background while the next sets mix. The mixtures go once their features are there (the features
+# are all training reads).
+feature_pids=() feature_sets=()
 make_set() {  # DIRECTORY SPLIT CLIPS SEED RATE
   "$python" -m hear_training.data --split "$2" --out "$data/$1" --clips "$3" --seed "$4" --rate "$5" --workers "$cores"
   if [ "$feature_path" = hear-features ]; then
@@ -105,6 +106,8 @@ make_set() {  # DIRECTORY SPLIT CLIPS SEED RATE
     say "$1: $3 clips mixed, features computed"
   else
     say "$1: $3 clips mixed"
+    "$python" -m hear_training.features --device "$device" "$data/$1" > "$work/features-$1.log" 2>&1 &
+    feature_pids+=($!) feature_sets+=("$1")
   fi
 }
 make_set valid valid "${VALID_CLIPS:-200}" 2 48000
@@ -114,9 +117,13 @@ make_set train train "${TRAIN_CLIPS:-6000}" 1 48000
 make_set train-16k train "${TRAIN_BAND_CLIPS:-500}" 3 16000
 make_set train-8k train "${TRAIN_BAND_CLIPS:-500}" 4 8000
 if [ "$feature_path" = torch ]; then
-  "$python" -m hear_training.features --device "$device" --threads "$cores" "${sets[@]/#/$data/}"
-  for set in "${sets[@]}"; do rm -f "$data/$set"/*-clean.f32 "$data/$set"/*-noise.f32; done
-  say "features computed (features.py on $device)"
+  for ((i = 0; i < ${#feature_pids[@]}; i++)); do
+    set=${feature_sets[$i]}
+    wait "${feature_pids[$i]}" || { cat "$work/features-$set.log"; echo "features.py failed on $set"; exit 1; }
+    cat "$work/features-$set.log"
+    rm -f "$data/$set"/*-clean.f32 "$data/$set"/*-noise.f32
+  done
+  say "features computed (features.py on $device, each set while the next ones mixed)"
 fi
 
 # The runs (HEAR_ACCELERATOR_RUNS: train.py's arguments for each, ';' between runs; one run of the
