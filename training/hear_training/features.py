@@ -585,16 +585,15 @@ def within_bounds(report):
 def compare(ours, theirs):
     """Per group of columns: the largest difference, its 99.9th percentile, and the share of values
     more than 0.01 apart; the band levels as dB differences where the level is above -100 dB."""
-    report = {}
-    for name, lo, hi in GROUPS:
-        d = np.abs(ours[:, lo:hi] - theirs[:, lo:hi]).ravel()
-        report[name] = dict(max=float(d.max()), p999=float(np.quantile(d, 0.999)), over=float(np.mean(d > 0.01)))
+    def figures(d):
+        return dict(max=float(d.max()), p999=float(np.quantile(d, 0.999)), over=float(np.mean(d > 0.01)))
+    report = {name: figures(np.abs(ours[:, lo:hi] - theirs[:, lo:hi]).ravel()) for name, lo, hi in GROUPS}
     for name, lo in (("noisy band level", FEATURES), ("clean band level", FEATURES + BANDS),
                      ("noise band level", FEATURES + 2 * BANDS)):
         a, b = ours[:, lo:lo + BANDS], theirs[:, lo:lo + BANDS]
         audible = b > 1e-10
-        d = np.abs(10 * np.log10(np.maximum(a[audible], 1e-30) / b[audible])) if audible.any() else np.zeros(1)
-        report[name] = dict(max=float(d.max()), p999=float(np.quantile(d, 0.999)), over=float(np.mean(d > 0.01)))
+        report[name] = figures(np.abs(10 * np.log10(np.maximum(a[audible], 1e-30) / b[audible]))
+                               if audible.any() else np.zeros(1))
     return report
 
 
@@ -606,10 +605,30 @@ def hear_features():
     sys.exit("no hear-features: set HEAR_FEATURES or `swift build -c release --product hear-features`")
 
 
+def set_rate(directory):
+    """The clips' rate: the manifest's "rate" (48 kHz without one), as hear-features reads it."""
+    with open(os.path.join(directory, "manifest.json")) as f:
+        return json.load(f).get("rate", 48000)
+
+
+def computed(torch, directory, names, steps, batch, part=64):
+    """(name, rows) for each clip `names` lists in `directory`, `batch` clips of equal length at a time."""
+    by_length = {}
+    for name in names:
+        by_length.setdefault(os.path.getsize(os.path.join(directory, f"{name}-clean.f32")), []).append(name)
+    for group in by_length.values():
+        for start in range(0, len(group), batch):
+            chunk = group[start:start + batch]
+            clean, noise = (np.stack([np.fromfile(os.path.join(directory, f"{name}-{which}.f32"), "<f4") for name in chunk])
+                            for which in ("clean", "noise"))
+            if clean.shape != noise.shape:
+                sys.exit(f"{directory}: a clip's clean and noise differ in length")
+            yield from zip(chunk, rows(torch, clean, noise, steps.l.rate, steps=steps, part=part).cpu().numpy())
+
+
 def check(directory, clips, batch, device, program):
     import torch
-    with open(os.path.join(directory, "manifest.json")) as f:
-        rate = json.load(f).get("rate", 48000)
+    rate = set_rate(directory)
     names = clip_names(directory)
     if not names:
         sys.exit(f"{directory}: no NAME-clean.f32 clips")
@@ -630,20 +649,8 @@ def check(directory, clips, batch, device, program):
     finally:
         shutil.rmtree(work, ignore_errors=True)
     steps = Steps(torch, Layout(rate), torch.device(device))
-    ours = {}
     started = time.time()
-    by_length = {}
-    for name in chosen:
-        clean = np.fromfile(os.path.join(directory, f"{name}-clean.f32"), "<f4")
-        noise = np.fromfile(os.path.join(directory, f"{name}-noise.f32"), "<f4")
-        by_length.setdefault(len(clean), []).append((name, clean, noise))
-    for group in by_length.values():
-        for start in range(0, len(group), batch):
-            part = group[start:start + batch]
-            out = rows(torch, np.stack([c for _, c, _ in part]), np.stack([n for _, _, n in part]), rate,
-                       steps=steps).cpu().numpy()
-            for (name, _, _), r in zip(part, out):
-                ours[name] = r
+    ours = dict(computed(torch, directory, chosen, steps, batch))
     torch_seconds = time.time() - started
     for name in chosen:
         if ours[name].shape != theirs[name].shape:
@@ -662,33 +669,19 @@ def write(directory, batch, device, part):
     """Every clip's rows into DIR/NAME.feat, as hear-features writes them (a .feat newer than its
     clip is kept); returns how many were written and how many were up to date."""
     import torch
-    with open(os.path.join(directory, "manifest.json")) as f:
-        rate = json.load(f).get("rate", 48000)
-    steps = Steps(torch, Layout(rate), torch.device(device))
-    todo, current = [], 0
-    for name in clip_names(directory):
+    steps = Steps(torch, Layout(set_rate(directory)), torch.device(device))
+    names = clip_names(directory)
+
+    def current(name):
         feat = os.path.join(directory, f"{name}.feat")
-        sources = [os.path.join(directory, f"{name}-{p}.f32") for p in ("clean", "noise")]
-        if os.path.exists(feat) and os.path.getmtime(feat) > max(os.path.getmtime(p) for p in sources):
-            current += 1
-        else:
-            todo.append((name, sources))
-    by_length = {}
-    for name, sources in todo:
-        by_length.setdefault(os.path.getsize(sources[0]), []).append((name, sources))
-    for group in by_length.values():
-        for start in range(0, len(group), batch):
-            chunk = group[start:start + batch]
-            clean = np.stack([np.fromfile(s[0], "<f4") for _, s in chunk])
-            noise = np.stack([np.fromfile(s[1], "<f4") for _, s in chunk])
-            if clean.shape != noise.shape:
-                sys.exit(f"{directory}: a clip's clean and noise differ in length")
-            out = rows(torch, clean, noise, rate, steps=steps, part=part).cpu().numpy()
-            for (name, _), r in zip(chunk, out):
-                path = os.path.join(directory, f"{name}.feat")
-                r.astype("<f4").tofile(path + ".tmp")
-                os.replace(path + ".tmp", path)
-    return len(todo), current
+        return os.path.exists(feat) and os.path.getmtime(feat) > max(
+            os.path.getmtime(os.path.join(directory, f"{name}-{which}.f32")) for which in ("clean", "noise"))
+    todo = [name for name in names if not current(name)]
+    for name, r in computed(torch, directory, todo, steps, batch, part):
+        path = os.path.join(directory, f"{name}.feat")
+        r.astype("<f4").tofile(path + ".tmp")
+        os.replace(path + ".tmp", path)
+    return len(todo), len(names) - len(todo)
 
 
 def main():

@@ -277,7 +277,8 @@ def gru_function(torch):
     return GRU
 
 
-def build_model(torch, dense=DENSE, hidden=HIDDEN):
+def build_model(torch, dense=DENSE, hidden=HIDDEN, stride=STRIDE):
+    """The model, and `stride`: the frames each of its steps holds for (the blob's header)."""
     nn = torch.nn
     fast_gru = gru_function(torch)
 
@@ -310,7 +311,9 @@ def build_model(torch, dense=DENSE, hidden=HIDDEN):
             y = torch.sigmoid(self.out(torch.cat([h1, h2], dim=-1)))
             return y.transpose(0, 1), (s1[None], s2[None])
 
-    return GainModel()
+    model = GainModel()
+    model.stride = stride
+    return model
 
 
 def test_fast_gru():
@@ -394,12 +397,11 @@ class DeviceClips:
         self.r = None if clips[0][3] is None else torch.zeros(count, longest, BANDS, dtype=torch.bool, device=device)
         for i, (x, g, a, r) in enumerate(clips):
             n = len(x)
-            self.x[i, :n] = torch.from_numpy(x).to(device, non_blocking=False)
+            self.x[i, :n] = torch.from_numpy(x).to(device)
             self.g[i, :n] = torch.from_numpy(g).to(device)
             self.a[i, :n] = torch.from_numpy(a).to(device)
             if self.r is not None:
                 self.r[i, :n] = torch.from_numpy(r).to(device)
-        self.order = None
 
     def tensors(self, indices, start, length):
         t = self.torch
@@ -410,16 +412,18 @@ class DeviceClips:
 
 
 def windows(clips, order, batch_index, args, seed):
-    """One batch of the epoch: its clips, their start rows and the number of windows through them
-    (the shortest clip of the batch decides; a last window shorter than a quarter is dropped)."""
-    chosen = [clips[i] for i in order[batch_index * args.batch:(batch_index + 1) * args.batch]]
+    """One batch of the epoch: its clips' indices, the clips, their start rows and the number of
+    windows through them (the shortest clip of the batch decides; a last window shorter than a
+    quarter is dropped)."""
+    indices = order[batch_index * args.batch:(batch_index + 1) * args.batch]
+    chosen = [clips[i] for i in indices]
     rng = np.random.default_rng([*seed, batch_index])
     offsets = (rng.integers(0, args.window + 1, len(chosen)) if not args.no_offsets
                else np.zeros(len(chosen), int))
     offsets = np.minimum(offsets, [max(len(c[0]) - args.window, 0) for c in chosen])
     length = min(len(c[0]) - o for c, o in zip(chosen, offsets))
     count = length // args.window + (length % args.window >= args.window // 4)
-    return chosen, offsets, length, count
+    return indices, chosen, offsets, length, count
 
 
 def evaluate(torch, model, clips, under_weight=2.0, size=32, device="cpu", fast=True, quartic=0.0, transient_weight=1.0):
@@ -467,7 +471,7 @@ def blob_bytes(model):
     dense, hidden = arrays[0].shape[0], arrays[3].shape[1]
     payload = b"".join(a.astype("<f2").tobytes() for a in arrays)
     count = sum(a.size for a in arrays)
-    header = b"HEARGRU1" + struct.pack("<8I", 1, FEATURES, dense, hidden, OUTPUTS, getattr(model, "stride", STRIDE), count,
+    header = b"HEARGRU1" + struct.pack("<8I", 1, FEATURES, dense, hidden, OUTPUTS, model.stride, count,
                                        fnv1a(payload))
     return header + payload, arrays
 
@@ -566,9 +570,9 @@ def saved_model(torch, path):
     """The model of a checkpoint (its sizes read from its weights), and the checkpoint."""
     saved = torch.load(path, map_location="cpu")
     weights = saved["model"]
-    model = build_model(torch, weights["dense.weight"].shape[0], weights["gru1.weight_hh_l0"].shape[1])
+    model = build_model(torch, weights["dense.weight"].shape[0], weights["gru1.weight_hh_l0"].shape[1],
+                        saved.get("stride", STRIDE))
     model.load_state_dict(weights)
-    model.stride = saved.get("stride", STRIDE)
     return model, saved
 
 
@@ -603,7 +607,6 @@ def candidate_model(torch, work, name):
     if len(models) > 1:
         states = [m.state_dict() for m in models]
         model.load_state_dict({k: sum(st[k] for st in states) / len(states) for k in states[0]})
-    model.stride = models[0].stride
     return model
 
 
@@ -710,8 +713,7 @@ def main():
     # On the CPU the numpy GRU (fast); elsewhere PyTorch's own (cuDNN on CUDA): the same equations.
     fast = device.type == "cpu" and not args.torch_gru
     os.makedirs(args.work, exist_ok=True)
-    model = build_model(torch, args.dense, args.hidden)
-    model.stride = args.stride
+    model = build_model(torch, args.dense, args.hidden, args.stride)
     print(f"model: dense {args.dense}, hidden {args.hidden}, {sum(p.numel() for p in model.parameters())} weights",
           file=sys.stderr)
 
@@ -814,8 +816,7 @@ def main():
         seed = [1000 * args.seed, state["epoch"]]
         order = np.random.default_rng(seed).permutation(len(train))
         while state["batch"] < batches:
-            chosen, offsets, length, windows_count = windows(train, order, state["batch"], args, seed)
-            indices = order[state["batch"] * args.batch:(state["batch"] + 1) * args.batch]
+            indices, chosen, offsets, length, windows_count = windows(train, order, state["batch"], args, seed)
             hidden = None
             for w in range(windows_count):
                 start = offsets + w * args.window
